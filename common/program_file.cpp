@@ -1,0 +1,113 @@
+// common/program_file.cpp — a program is untrusted input: verify the buffer, then check every number before use.
+#include "common/program_file.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/model_config.h"
+
+namespace dsv41 {
+namespace {
+
+Status check_span(const fb::Span* span, const char* field, int64_t limit) {
+  if (!span) return Status::errorf("share.{}: missing", field);
+  if (span->begin() < 0 || span->end() < span->begin() || span->end() > limit)
+    return Status::errorf("share.{}: [{}, {}) is not a range inside [0, {})", field, span->begin(), span->end(), limit);
+  return Status::ok();
+}
+
+Status check_share(const fb::Program& p, const ModelConfig& config) {
+  const fb::Share* share = p.share();
+  if (!share) return Status::error("share: missing");
+  if (share->world() != p.world() || share->rank() != p.rank())
+    return Status::errorf("share: world {} rank {} disagree with the program's world {} rank {}", share->world(),
+                          share->rank(), p.world(), p.rank());
+  DSV41_TRY(check_span(share->groups(), "groups", config.o_groups));
+  DSV41_TRY(check_span(share->heads(), "heads", config.num_attention_heads));
+  DSV41_TRY(check_span(share->expert_cols(), "expert_cols", config.moe_intermediate_size));
+  return check_span(share->vocab_rows(), "vocab_rows", config.vocab_size);
+}
+
+Status check_weights(const fb::Program& p) {
+  const auto* shards = p.shards();
+  const auto* weights = p.weights();
+  if (!shards || !weights) return Status::error("shards or weights: missing");
+  for (const fb::Shard* shard : *shards)
+    if (!shard->file_name() || shard->file_name()->size() == 0) return Status::error("shards: an entry has no file name");
+  for (const fb::PlannedTensor* t : *weights) {
+    if (!t->name() || !t->runs() || !t->stored_shape() || !t->local_shape())
+      return Status::error("weights: an entry lacks its name, shapes or runs");
+    for (const fb::ByteRun* run : *t->runs()) {
+      const std::string where = t->name()->str();
+      if (run->shard() < 0 || static_cast<uint32_t>(run->shard()) >= shards->size())
+        return Status::errorf("weights.{}: shard index {} outside 0..{}", where, run->shard(), shards->size() - 1);
+      const fb::Shard* shard = shards->Get(run->shard());
+      const uint64_t data_start = 8 + shard->header_length(), data_end = data_start + shard->data_bytes();
+      if (run->count() == 0 || run->length() == 0 || (run->count() > 1 && run->stride() < run->length()))
+        return Status::errorf("weights.{}: run of {} x {} bytes with stride {} is malformed", where, run->count(),
+                              run->length(), run->stride());
+      const uint64_t last = run->offset() + (run->count() - 1) * run->stride();
+      if (run->offset() < data_start || last < run->offset() || last + run->length() > data_end)
+        return Status::errorf("weights.{}: run at offset {} ({} x {} bytes, stride {}) leaves {}'s data [{}, {})", where,
+                              run->offset(), run->count(), run->length(), run->stride(), shard->file_name()->str(),
+                              data_start, data_end);
+    }
+  }
+  return Status::ok();
+}
+
+Status check_program(const fb::Program& p) {
+  if (p.format_version() != kProgramFormatVersion)
+    return Status::errorf("program format version {}, this build reads version {}; re-plan it with this dsv41c",
+                          p.format_version(), kProgramFormatVersion);
+  if (!p.config_json() || !p.settings() || !p.ledger() || !p.target())
+    return Status::error("config, settings, ledger or target: missing");
+  if (p.world() < 1 || p.rank() < 0 || p.rank() >= p.world())
+    return Status::errorf("rank {} of world {}: not a valid rank", p.rank(), p.world());
+  auto config = parse_model_config(p.config_json()->str(), "embedded config.json");
+  if (!config.is_ok()) return config.status();
+  if (config_digest(*config) != p.config_digest())
+    return Status::error("embedded config.json does not match the program's config digest");
+  DSV41_TRY(check_share(p, *config));
+  return check_weights(p);
+}
+
+}  // namespace
+
+Result<ProgramFile> ProgramFile::from_bytes(std::vector<uint8_t> bytes, const std::string& source) {
+  if (bytes.size() < 8 || !flatbuffers::BufferHasIdentifier(bytes.data(), kProgramFileIdentifier))
+    return Status::errorf("{}: not a dsv41 program (file identifier \"{}\" missing)", source, kProgramFileIdentifier);
+  // A release program holds ~100k tensors; the default table limit (1M) is close, so allow more.
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), /*max_depth=*/64, /*max_tables=*/50'000'000);
+  if (!fb::VerifyProgramBuffer(verifier))
+    return Status::errorf("{}: corrupt program (the flatbuffers verifier refused it)", source);
+  ProgramFile file;
+  file.bytes_ = std::move(bytes);
+  file.source_ = source;
+  DSV41_TRY(check_program(file.program()).with_context(source));
+  return file;
+}
+
+Result<ProgramFile> ProgramFile::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::errorf("{}: cannot open", path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return from_bytes(std::move(bytes), path);
+}
+
+Status write_file_atomic(const std::string& path, const void* data, size_t size) {
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::errorf("{}: cannot create", temp);
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    if (!out.flush()) return Status::errorf("{}: write failed", temp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) return Status::errorf("{}: cannot rename into place: {}", path, ec.message());
+  return Status::ok();
+}
+
+}  // namespace dsv41

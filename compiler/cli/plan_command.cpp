@@ -1,0 +1,85 @@
+// compiler/cli/plan_command.cpp — `dsv41c plan MODEL_DIR --world W --rank N|all`: write rank{N}.fb for each rank.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "common/program_file.h"
+#include "compiler/cli/commands.h"
+#include "compiler/program_summary.h"
+#include "compiler/rank_planner.h"
+
+namespace dsv41::cli {
+namespace {
+
+struct PlanFlags {
+  std::string model_dir, rank = "all", out = ".", target = "none";
+  int world = 1;
+  double memory_gib = 0;
+  bool quiet = false;
+  ServingSettings settings;
+};
+
+Result<std::vector<int>> ranks_of(const std::string& text, int world) {
+  if (text == "all") {
+    std::vector<int> all(world);
+    for (int r = 0; r < world; ++r) all[r] = r;
+    return all;
+  }
+  char* end = nullptr;
+  const long rank = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') return Status::errorf("--rank {}: expected a rank number or \"all\"", text);
+  if (rank < 0 || rank >= world)
+    return Status::errorf("--rank {}: outside 0..{} of world {}", rank, world - 1, world);
+  return std::vector<int>{static_cast<int>(rank)};
+}
+
+Status run_plan(const PlanFlags& f) {
+  PlanOptions options;
+  options.world = f.world;
+  options.settings = f.settings;
+  DSV41_ASSIGN_OR_RETURN(options.target, find_target(f.target));
+  if (f.memory_gib < 0) return Status::errorf("--memory-gib {}: must be positive", f.memory_gib);
+  options.memory_limit = static_cast<uint64_t>(f.memory_gib * (1ull << 30));
+  DSV41_ASSIGN_OR_RETURN(std::vector<int> ranks, ranks_of(f.rank, f.world));
+  DSV41_ASSIGN_OR_RETURN(ModelInputs inputs, ModelInputs::read(f.model_dir));
+  DSV41_TRY(check_world(inputs.config, f.world));
+  std::error_code ec;
+  std::filesystem::create_directories(f.out, ec);
+  if (ec) return Status::errorf("--out {}: cannot create the folder: {}", f.out, ec.message());
+  for (int rank : ranks) {
+    DSV41_ASSIGN_OR_RETURN(RankPlan plan, plan_rank(inputs, options, rank));
+    const std::string path = (std::filesystem::path(f.out) / fmt::format("rank{}.fb", rank)).string();
+    // Read back through the loader: the compiler never writes a program the runtime would refuse.
+    DSV41_ASSIGN_OR_RETURN(ProgramFile check, ProgramFile::from_bytes(plan.program, path));
+    DSV41_TRY(write_file_atomic(path, plan.program.data(), plan.program.size()));
+    if (!f.quiet) std::printf("%s  -> %s (%zu bytes)\n", program_text(check.program()).c_str(), path.c_str(), plan.program.size());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Runner add_plan_command(CLI::App& app) {
+  auto f = std::make_shared<PlanFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Plan ranks of a world and write DIR/rank{N}.fb for each.\n"
+              "Reads config.json and the safetensors headers only; refuses, with the failing bound,\n"
+              "a world, a tensor or a memory total that cannot be served.");
+  cmd->add_option("MODEL_DIR", f->model_dir, "folder with config.json and *.safetensors (+ index)")->required();
+  cmd->add_option("--world", f->world, "number of ranks (1 .. o_groups)")->required();
+  cmd->add_option("--rank", f->rank, "a rank number or \"all\"")->capture_default_str();
+  cmd->add_option("--out", f->out, "folder for the rank{N}.fb programs")->capture_default_str();
+  cmd->add_option("--context", f->settings.context, "tokens one slot holds")->capture_default_str();
+  cmd->add_option("--slots", f->settings.slots, "sequences served at once")->capture_default_str();
+  cmd->add_option("--prefill-rows", f->settings.prefill_rows, "rows of one prefill segment")->capture_default_str();
+  cmd->add_option("--decode-rows", f->settings.decode_rows, "decode window row buckets, ascending")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--target", f->target, "GPU target: " + target_names() + " (none: no cubins, no memory check)")
+      ->capture_default_str();
+  cmd->add_option("--memory-gib", f->memory_gib, "device memory limit per rank in GiB (default: the target's)");
+  cmd->add_flag("--quiet", f->quiet, "print nothing on success");
+  return [f]() { return run_plan(*f); };
+}
+
+}  // namespace dsv41::cli

@@ -1,0 +1,89 @@
+// compiler/program_summary.cpp — one reading of a program for people (text) and for tools (JSON).
+#include "compiler/program_summary.h"
+
+#include <fmt/format.h>
+
+#include "common/hashing.h"
+#include "compiler/memory_ledger.h"
+
+namespace dsv41 {
+namespace {
+
+nlohmann::json span_json(const fb::Span* s) { return nlohmann::json::array({s->begin(), s->end()}); }
+std::string span_text(const fb::Span* s) { return fmt::format("[{}, {})", s->begin(), s->end()); }
+
+struct WeightTotals {
+  uint64_t bytes = 0, ranges = 0;
+};
+
+WeightTotals weight_totals(const fb::Program& p) {
+  WeightTotals totals;
+  for (const fb::PlannedTensor* t : *p.weights())
+    for (const fb::ByteRun* run : *t->runs()) {
+      totals.bytes += run->length() * run->count();
+      ++totals.ranges;
+    }
+  return totals;
+}
+
+}  // namespace
+
+nlohmann::json program_json(const fb::Program& p) {
+  const fb::Share* s = p.share();
+  const fb::MemoryLedger* m = p.ledger();
+  const WeightTotals totals = weight_totals(p);
+  nlohmann::json decode_rows = nlohmann::json::array();
+  for (int64_t rows : *p.settings()->decode_rows()) decode_rows.push_back(rows);
+  return {
+      {"format_version", p.format_version()},
+      {"world", p.world()},
+      {"rank", p.rank()},
+      {"target", p.target()->str()},
+      {"share",
+       {{"groups", span_json(s->groups())},
+        {"heads", span_json(s->heads())},
+        {"expert_cols", span_json(s->expert_cols())},
+        {"vocab_rows", span_json(s->vocab_rows())}}},
+      {"weights",
+       {{"bytes", totals.bytes},
+        {"tensors", p.weights()->size()},
+        {"ranges", totals.ranges},
+        {"replicated", m->weights_replicated()},
+        {"split", m->weights_split()},
+        {"host", m->weights_host()}}},
+      {"memory",
+       {{"weights", m->weights_replicated() + m->weights_split()},
+        {"state", m->state()},
+        {"state_per_slot", m->state_per_slot()},
+        {"activations", m->activations()},
+        {"total", m->total()},
+        {"limit", m->limit()},
+        {"host", m->weights_host()}}},
+      {"settings",
+       {{"context", p.settings()->context()},
+        {"slots", p.settings()->slots()},
+        {"prefill_rows", p.settings()->prefill_rows()},
+        {"decode_rows", decode_rows}}},
+      {"digests",
+       {{"config", hex64(p.config_digest())},
+        {"pack", hex64(p.pack_digest())},
+        {"agreement", hex64(p.agreement_digest())}}},
+  };
+}
+
+std::string program_text(const fb::Program& p) {
+  const fb::Share* s = p.share();
+  const fb::MemoryLedger* m = p.ledger();
+  const WeightTotals totals = weight_totals(p);
+  std::string text = fmt::format("rank {} of world {} (target {})\n", p.rank(), p.world(), p.target()->str());
+  text += fmt::format("  share: groups {}  heads {}  expert cols {}  vocab rows {}\n", span_text(s->groups()),
+                      span_text(s->heads()), span_text(s->expert_cols()), span_text(s->vocab_rows()));
+  text += fmt::format("  reads: {} in {} tensors, {} byte runs\n", gib_text(totals.bytes), p.weights()->size(),
+                      totals.ranges);
+  text += fmt::format("  memory at context {} x {} slots:\n", p.settings()->context(), p.settings()->slots());
+  MemoryLedger ledger{m->weights_replicated(), m->weights_split(), m->weights_host(), m->state_per_slot(), m->state(),
+                      m->activations(), m->total(), m->limit()};
+  return text + ledger_text(ledger);
+}
+
+}  // namespace dsv41

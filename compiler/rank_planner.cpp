@@ -1,0 +1,66 @@
+// compiler/rank_planner.cpp — one rank's plan, refused with the failing bound before any GPU is touched.
+#include "compiler/rank_planner.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/hashing.h"
+#include "compiler/program_writer.h"
+
+namespace dsv41 {
+
+Result<ModelInputs> ModelInputs::read(const std::string& model_dir) {
+  ModelInputs inputs;
+  const std::string path = model_dir + "/config.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::errorf("{}: cannot open (is {} a model folder?)", path, model_dir);
+  std::stringstream text;
+  text << in.rdbuf();
+  inputs.config_json = text.str();
+  DSV41_ASSIGN_OR_RETURN(inputs.config, parse_model_config(inputs.config_json, path));
+  DSV41_ASSIGN_OR_RETURN(inputs.pack, PackIndex::open(model_dir));
+  return inputs;
+}
+
+Status check_settings(const ModelConfig& c, const ServingSettings& s) {
+  if (s.context < 1 || (c.max_position_embeddings > 0 && s.context > c.max_position_embeddings))
+    return Status::errorf("--context {}: must be between 1 and max_position_embeddings {}", s.context,
+                          c.max_position_embeddings);
+  if (s.slots < 1 || s.slots > 4096) return Status::errorf("--slots {}: must be between 1 and 4096", s.slots);
+  if (s.prefill_rows < 1 || s.prefill_rows > 65536)
+    return Status::errorf("--prefill-rows {}: must be between 1 and 65536", s.prefill_rows);
+  if (s.decode_rows.empty()) return Status::error("--decode-rows: needs at least one row count");
+  for (size_t i = 0; i < s.decode_rows.size(); ++i) {
+    if (s.decode_rows[i] < 1 || s.decode_rows[i] > 256)
+      return Status::errorf("--decode-rows: {} must be between 1 and 256", s.decode_rows[i]);
+    if (i > 0 && s.decode_rows[i] <= s.decode_rows[i - 1])
+      return Status::errorf("--decode-rows: {} after {}; list them strictly ascending", s.decode_rows[i],
+                            s.decode_rows[i - 1]);
+  }
+  return Status::ok();
+}
+
+uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options) {
+  Hasher h;
+  h.add(config_digest(inputs.config)).add(inputs.pack.digest()).add(options.target.name);
+  h.add_i64(options.world).add_i64(options.settings.context).add_i64(options.settings.slots);
+  h.add_i64(options.settings.prefill_rows);
+  for (int64_t rows : options.settings.decode_rows) h.add_i64(rows);
+  return h.digest();
+}
+
+Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options, int rank) {
+  DSV41_TRY(check_settings(inputs.config, options.settings));
+  RankPlan plan;
+  DSV41_ASSIGN_OR_RETURN(plan.share, plan_share(inputs.config, options.world, rank));
+  DSV41_ASSIGN_OR_RETURN(plan.weights, plan_weights(inputs.config, inputs.pack, plan.share));
+  const uint64_t limit = options.memory_limit ? options.memory_limit : options.target.device_memory;
+  plan.ledger = build_ledger(inputs.config, plan.share, plan.weights, options.settings, limit);
+  const std::string limit_source =
+      options.memory_limit ? "--memory-gib" : fmt::format("target {} device memory", options.target.name);
+  DSV41_TRY(check_fits(plan.ledger, plan.share, limit_source));
+  plan.program = build_program(inputs, options, plan);
+  return plan;
+}
+
+}  // namespace dsv41

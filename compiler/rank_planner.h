@@ -1,0 +1,44 @@
+// compiler/rank_planner.h — plans one rank end to end: share, weight plan, ledger, program bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/model_config.h"
+#include "common/pack_index.h"
+#include "compiler/memory_ledger.h"
+#include "compiler/targets.h"
+#include "compiler/weight_plan.h"
+
+namespace dsv41 {
+
+// A model folder read once (config and headers) and planned for many ranks.
+struct ModelInputs {
+  std::string config_json;
+  ModelConfig config;
+  PackIndex pack;
+  static Result<ModelInputs> read(const std::string& model_dir);
+};
+
+struct PlanOptions {
+  int world = 1;
+  Target target;
+  ServingSettings settings;
+  uint64_t memory_limit = 0;  // bytes; 0 takes the target's device memory
+};
+
+struct RankPlan {
+  RankShare share;
+  WeightPlan weights;
+  MemoryLedger ledger;
+  std::vector<uint8_t> program;  // the flatbuffer bytes
+};
+
+// Refuses settings that cannot be served (context, slots, row counts), naming the flag.
+Status check_settings(const ModelConfig& config, const ServingSettings& settings);
+Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options, int rank);
+// Digest of every setting all ranks of one deployment must share.
+uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options);
+
+}  // namespace dsv41

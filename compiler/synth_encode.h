@@ -1,0 +1,19 @@
+// compiler/synth_encode.h — encodes fp32 rows into a pack's stored bytes: bf16, f32, FP8 tiles/rows, FP4 rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/tensor_inventory.h"
+
+namespace dsv41 {
+
+// Appends the stored bytes of `rows` whole rows of `cols` values to `weight` and, for quantized
+// encodings, their UE8M0 scales to `scale` (row-major over the scale tensor, so consecutive calls
+// build the whole scale tensor). For FP8Block every call but the last must cover a multiple of 32
+// rows, because one scale spans a 32x32 tile. `plain_dtype` (BF16 or F32) applies to Encoding::Plain.
+void encode_rows(Encoding encoding, DType plain_dtype, const float* values, int64_t rows, int64_t cols,
+                 std::vector<uint8_t>& weight, std::vector<uint8_t>& scale);
+
+}  // namespace dsv41
