@@ -62,6 +62,7 @@ class FieldReader {
     return v;
   }
   const Status& status() const { return status_; }
+  const std::string& prefix() const { return prefix_; }
   void merge(const Status& other) {
     if (status_.is_ok() && !other.is_ok()) status_ = other;
   }
@@ -114,7 +115,7 @@ void read_fields(FieldReader& r, ModelConfig& c) {
   r.number("compress_rope_theta", c.compress_rope_theta, false);
   r.integer("max_position_embeddings", c.max_position_embeddings, false);
   if (const json* rope = r.object("rope_scaling")) {
-    FieldReader rr(*rope, "rope_scaling.");
+    FieldReader rr(*rope, r.prefix() + "rope_scaling.");
     rr.text("type", c.rope_scaling.type, false);
     if (c.rope_scaling.type.empty()) rr.text("rope_type", c.rope_scaling.type, false);
     rr.number("factor", c.rope_scaling.factor);

@@ -114,7 +114,13 @@ Status parse_safetensors_header(const std::string& header_json, const std::strin
     t.data_end = (*offsets)[1].get<uint64_t>();
     if (t.data_end < t.data_begin)
       return Status::errorf("{}: data_offsets [{}, {}] end before they begin", where, t.data_begin, t.data_end);
-    const uint64_t expected = static_cast<uint64_t>(t.numel()) * dtype_bytes(t.dtype);
+    // Multiplied with overflow checks: a hostile shape must not wrap to a small byte count.
+    uint64_t expected = static_cast<uint64_t>(dtype_bytes(t.dtype));
+    bool too_large = false;
+    for (int64_t d : t.shape) too_large |= __builtin_mul_overflow(expected, static_cast<uint64_t>(d), &expected);
+    if (too_large || expected > static_cast<uint64_t>(INT64_MAX))
+      return Status::errorf("{}: shape {} of {} is too large (over 2^63 bytes)", where, shape_text(t.shape),
+                            dtype_name(t.dtype));
     if (t.bytes() != expected)
       return Status::errorf("{}: data_offsets [{}, {}] hold {} bytes, expected {} for {} {}", where, t.data_begin,
                             t.data_end, t.bytes(), expected, dtype_name(t.dtype), shape_text(t.shape));
@@ -126,8 +132,9 @@ Status parse_safetensors_header(const std::string& header_json, const std::strin
   uint64_t cursor = 0;
   for (const auto& t : found) {
     if (t.data_begin != cursor)
-      return Status::errorf("{}: {}: data_offsets begin at {}, expected {} ({} after the previous tensor)", shard_name,
-                            t.name, t.data_begin, cursor, t.data_begin < cursor ? "overlapping the tensor" : "a gap");
+      return Status::errorf("{}: {}: data_offsets begin at {}, expected {} ({})", shard_name, t.name, t.data_begin,
+                            cursor,
+                            t.data_begin < cursor ? "overlapping the previous tensor" : "a gap after the previous tensor");
     cursor = t.data_end;
   }
   data_bytes = cursor;

@@ -1,11 +1,13 @@
 // common/program_file.cpp — a program is untrusted input: verify the buffer, then check every number before use.
 #include "common/program_file.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "common/model_config.h"
+#include "common/program_calls.h"
 
 namespace dsv41 {
 namespace {
@@ -33,22 +35,36 @@ Status check_weights(const fb::Program& p) {
   const auto* shards = p.shards();
   const auto* weights = p.weights();
   if (!shards || !weights) return Status::error("shards or weights: missing");
-  for (const fb::Shard* shard : *shards)
+  for (const fb::Shard* shard : *shards) {
     if (!shard->file_name() || shard->file_name()->size() == 0) return Status::error("shards: an entry has no file name");
+    if (shard->data_bytes() > UINT64_MAX - 8 || shard->header_length() > UINT64_MAX - 8 - shard->data_bytes())
+      return Status::errorf("shards.{}: header length {} and data size {} overflow a file offset",
+                            shard->file_name()->str(), shard->header_length(), shard->data_bytes());
+  }
   for (const fb::PlannedTensor* t : *weights) {
     if (!t->name() || !t->runs() || !t->stored_shape() || !t->local_shape())
       return Status::error("weights: an entry lacks its name, shapes or runs");
+    // Enums are not checked by the verifier; readers index tables with them.
+    if (t->dtype() < fb::DType::MIN || t->dtype() > fb::DType::MAX || t->rule() < fb::SplitRule::MIN ||
+        t->rule() > fb::SplitRule::MAX || t->encoding() < fb::Encoding::MIN || t->encoding() > fb::Encoding::MAX)
+      return Status::errorf("weights.{}: dtype {}, rule {} or encoding {} is not a known value", t->name()->str(),
+                            static_cast<int>(t->dtype()), static_cast<int>(t->rule()), static_cast<int>(t->encoding()));
     for (const fb::ByteRun* run : *t->runs()) {
       const std::string where = t->name()->str();
       if (run->shard() < 0 || static_cast<uint32_t>(run->shard()) >= shards->size())
-        return Status::errorf("weights.{}: shard index {} outside 0..{}", where, run->shard(), shards->size() - 1);
+        return Status::errorf("weights.{}: shard index {} outside 0..{}", where, run->shard(),
+                              static_cast<int64_t>(shards->size()) - 1);
       const fb::Shard* shard = shards->Get(run->shard());
       const uint64_t data_start = 8 + shard->header_length(), data_end = data_start + shard->data_bytes();
       if (run->count() == 0 || run->length() == 0 || (run->count() > 1 && run->stride() < run->length()))
         return Status::errorf("weights.{}: run of {} x {} bytes with stride {} is malformed", where, run->count(),
                               run->length(), run->stride());
-      const uint64_t last = run->offset() + (run->count() - 1) * run->stride();
-      if (run->offset() < data_start || last < run->offset() || last + run->length() > data_end)
+      // Written so nothing wraps: offset + (count - 1) * stride + length <= data_end.
+      const uint64_t stride = std::max<uint64_t>(run->stride(), 1);  // unused (count 1) when 0
+      const bool inside = run->offset() >= data_start && run->offset() <= data_end &&
+                          run->length() <= data_end - run->offset() &&
+                          run->count() - 1 <= (data_end - run->offset() - run->length()) / stride;
+      if (!inside)
         return Status::errorf("weights.{}: run at offset {} ({} x {} bytes, stride {}) leaves {}'s data [{}, {})", where,
                               run->offset(), run->count(), run->length(), run->stride(), shard->file_name()->str(),
                               data_start, data_end);
@@ -63,6 +79,8 @@ Status check_program(const fb::Program& p) {
                           p.format_version(), kProgramFormatVersion);
   if (!p.config_json() || !p.settings() || !p.ledger() || !p.target())
     return Status::error("config, settings, ledger or target: missing");
+  if (!p.settings()->decode_rows() || !p.settings()->prefill_rows())
+    return Status::error("settings.decode_rows or settings.prefill_rows: missing");
   if (p.world() < 1 || p.rank() < 0 || p.rank() >= p.world())
     return Status::errorf("rank {} of world {}: not a valid rank", p.rank(), p.world());
   auto config = parse_model_config(p.config_json()->str(), "embedded config.json");
@@ -70,7 +88,9 @@ Status check_program(const fb::Program& p) {
   if (config_digest(*config) != p.config_digest())
     return Status::error("embedded config.json does not match the program's config digest");
   DSV41_TRY(check_share(p, *config));
-  return check_weights(p);
+  DSV41_TRY(check_weights(p));
+  auto calls = read_call_lists(p);  // checks every call against the op set and its bounds
+  return calls.status();
 }
 
 }  // namespace

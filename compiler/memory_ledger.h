@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/model_config.h"
 #include "common/rank_share.h"
@@ -13,7 +14,7 @@ namespace dsv41 {
 struct ServingSettings {
   int64_t context = 65536;       // tokens a slot can hold
   int slots = 8;                 // sequences served at once
-  int64_t prefill_rows = 2048;   // rows of one prefill segment
+  std::vector<int64_t> prefill_rows = {2048};  // prefill segment sizes; the first is the default
   std::vector<int64_t> decode_rows = {1, 2, 4, 8, 16};
 };
 
@@ -25,14 +26,10 @@ struct MemoryLedger {
   uint64_t limit = 0;  // 0: unchecked
 };
 
-// Bytes of one slot's state at the planned context: window rings, compressed and index-key caches
-// of the kv sources, compressor tails, candidate blocks.
-uint64_t state_bytes_per_slot(const ModelConfig& config, int64_t context);
-// An estimate of the activation arena for the largest phase (exact once call lists exist).
-uint64_t activation_bytes(const ModelConfig& config, const RankShare& share, const ServingSettings& settings);
-
-MemoryLedger build_ledger(const ModelConfig& config, const RankShare& share, const WeightPlan& plan,
-                          const ServingSettings& settings, uint64_t limit);
+// `state_per_slot` and `activations` come from the emitted call lists: the state layout and the
+// largest phase arena (plus its statics block), so the ledger is exact.
+MemoryLedger build_ledger(const WeightPlan& plan, uint64_t state_per_slot, int slots, uint64_t activations,
+                          uint64_t limit);
 // A readable multi-line table of the ledger.
 std::string ledger_text(const MemoryLedger& ledger);
 // Refuses a rank whose total exceeds its limit, printing the ledger.

@@ -62,7 +62,7 @@ nlohmann::json program_json(const fb::Program& p) {
       {"settings",
        {{"context", p.settings()->context()},
         {"slots", p.settings()->slots()},
-        {"prefill_rows", p.settings()->prefill_rows()},
+        {"prefill_rows", std::vector<int64_t>(p.settings()->prefill_rows()->begin(), p.settings()->prefill_rows()->end())},
         {"decode_rows", decode_rows}}},
       {"digests",
        {{"config", hex64(p.config_digest())},

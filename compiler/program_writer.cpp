@@ -1,6 +1,7 @@
 // compiler/program_writer.cpp — flatbuffer building; field order here is the file's byte order, so keep it fixed.
 #include "compiler/program_writer.h"
 
+#include "common/program_calls.h"
 #include "common/program_file.h"
 
 namespace dsv41 {
@@ -39,11 +40,14 @@ std::vector<uint8_t> build_program(const ModelInputs& inputs, const PlanOptions&
   const auto target = b.CreateString(options.target.name);
   const auto share = share_table(b, plan.share);
   const ServingSettings& st = options.settings;
-  const auto settings = fb::CreateSettings(b, st.context, st.slots, st.prefill_rows, b.CreateVector(st.decode_rows));
+  const auto settings = fb::CreateSettings(b, st.context, st.slots, b.CreateVector(st.prefill_rows),
+                                           b.CreateVector(st.decode_rows));
   std::vector<Offset<fb::PlannedTensor>> tensors;
   tensors.reserve(plan.weights.tensors.size());
   for (const PlannedTensor& t : plan.weights.tensors) tensors.push_back(tensor_table(b, t));
   const auto weights = b.CreateVector(tensors);
+  const auto state_buffers = write_buffers(b, plan.calls.state_buffers);
+  const auto phases = write_phases(b, plan.calls.phases);
   const MemoryLedger& m = plan.ledger;
   const auto ledger = fb::CreateMemoryLedger(b, m.weights_replicated, m.weights_split, m.weights_host,
                                              m.state_per_slot, m.state, m.activations, m.total, m.limit);
@@ -61,6 +65,9 @@ std::vector<uint8_t> build_program(const ModelInputs& inputs, const PlanOptions&
   program.add_weights(weights);
   program.add_ledger(ledger);
   program.add_agreement_digest(agreement_digest(inputs, options));
+  program.add_state_buffers(state_buffers);
+  program.add_state_bytes_per_slot(plan.calls.state_bytes_per_slot);
+  program.add_phases(phases);
   b.Finish(program.Finish(), kProgramFileIdentifier);
   return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/hashing.h"
+#include "compiler/emitter.h"
 #include "compiler/program_writer.h"
 
 namespace dsv41 {
@@ -27,8 +28,13 @@ Status check_settings(const ModelConfig& c, const ServingSettings& s) {
     return Status::errorf("--context {}: must be between 1 and max_position_embeddings {}", s.context,
                           c.max_position_embeddings);
   if (s.slots < 1 || s.slots > 4096) return Status::errorf("--slots {}: must be between 1 and 4096", s.slots);
-  if (s.prefill_rows < 1 || s.prefill_rows > 65536)
-    return Status::errorf("--prefill-rows {}: must be between 1 and 65536", s.prefill_rows);
+  if (s.prefill_rows.empty()) return Status::error("--prefill-rows: needs at least one segment size");
+  for (size_t i = 0; i < s.prefill_rows.size(); ++i) {
+    if (s.prefill_rows[i] < 1 || s.prefill_rows[i] > 65536)
+      return Status::errorf("--prefill-rows: {} must be between 1 and 65536", s.prefill_rows[i]);
+    for (size_t k = 0; k < i; ++k)
+      if (s.prefill_rows[k] == s.prefill_rows[i]) return Status::errorf("--prefill-rows: {} listed twice", s.prefill_rows[i]);
+  }
   if (s.decode_rows.empty()) return Status::error("--decode-rows: needs at least one row count");
   for (size_t i = 0; i < s.decode_rows.size(); ++i) {
     if (s.decode_rows[i] < 1 || s.decode_rows[i] > 256)
@@ -44,7 +50,7 @@ uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options)
   Hasher h;
   h.add(config_digest(inputs.config)).add(inputs.pack.digest()).add(options.target.name);
   h.add_i64(options.world).add_i64(options.settings.context).add_i64(options.settings.slots);
-  h.add_i64(options.settings.prefill_rows);
+  for (int64_t rows : options.settings.prefill_rows) h.add_i64(rows);
   for (int64_t rows : options.settings.decode_rows) h.add_i64(rows);
   return h.digest();
 }
@@ -55,7 +61,11 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options
   DSV41_ASSIGN_OR_RETURN(plan.share, plan_share(inputs.config, options.world, rank));
   DSV41_ASSIGN_OR_RETURN(plan.weights, plan_weights(inputs.config, inputs.pack, plan.share));
   const uint64_t limit = options.memory_limit ? options.memory_limit : options.target.device_memory;
-  plan.ledger = build_ledger(inputs.config, plan.share, plan.weights, options.settings, limit);
+  plan.calls = emit_call_lists(inputs.config, plan.share, plan.weights, options.settings);
+  uint64_t arena = 0;
+  for (const Phase& phase : plan.calls.phases)
+    arena = std::max<uint64_t>(arena, phase.arena_bytes + phase.rows * kStaticsFields * sizeof(int32_t));
+  plan.ledger = build_ledger(plan.weights, plan.calls.state_bytes_per_slot, options.settings.slots, arena, limit);
   const std::string limit_source =
       options.memory_limit ? "--memory-gib" : fmt::format("target {} device memory", options.target.name);
   DSV41_TRY(check_fits(plan.ledger, plan.share, limit_source));

@@ -7,6 +7,7 @@
 
 #include "common/model_config.h"
 #include "common/pack_index.h"
+#include "common/program_calls.h"
 #include "compiler/memory_ledger.h"
 #include "compiler/targets.h"
 #include "compiler/weight_plan.h"
@@ -31,6 +32,7 @@ struct PlanOptions {
 struct RankPlan {
   RankShare share;
   WeightPlan weights;
+  CallLists calls;
   MemoryLedger ledger;
   std::vector<uint8_t> program;  // the flatbuffer bytes
 };

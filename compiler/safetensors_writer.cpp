@@ -42,7 +42,8 @@ std::string safetensors_header_json(const std::vector<SafetensorsEntry>& entries
     put(":{\"dtype\":\"");
     put(dtype_name(e.dtype));
     put("\",\"shape\":[");
-    for (size_t i = 0; i < e.shape.size(); ++i) fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", e.shape[i]);
+    for (size_t i = 0; i < e.shape.size(); ++i)
+      fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", e.shape[i]);
     const uint64_t end = offset + e.bytes();
     fmt::format_to(std::back_inserter(out), "],\"data_offsets\":[{},{}]}},", offset, end);
     offset = end;
@@ -67,7 +68,8 @@ Result<SafetensorsFileWriter> SafetensorsFileWriter::create(const std::string& p
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(static_cast<uint64_t>(header.size()) >> (8 * i));
   if (std::fwrite(prefix, 1, 8, w.file_.get()) != 8 ||
       std::fwrite(header.data(), 1, header.size(), w.file_.get()) != header.size())
-    return Status::errorf("{}: cannot write the {}-byte header ({})", w.temp_path_, header.size(), std::strerror(errno));
+    return Status::errorf("{}: cannot write the {}-byte header ({})", w.temp_path_, header.size(),
+                          std::strerror(errno));
   return w;
 }
 

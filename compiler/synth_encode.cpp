@@ -44,7 +44,8 @@ void append_fp8_block(const float* v, int64_t rows, int64_t cols, std::vector<ui
       scale.push_back(s);
       const float inv = 1.0f / e8m0_to_f32(s);  // exact: a power of two
       for (int64_t r = r0; r < r0 + tile_rows; ++r)
-        for (int64_t c = c0; c < c0 + tile_cols; ++c) weight[at + r * cols + c] = f32_to_e4m3(v[r * cols + c] * inv);
+        for (int64_t c = c0; c < c0 + tile_cols; ++c)
+          weight[at + r * cols + c] = fast_f32_to_e4m3(v[r * cols + c] * inv);
     }
   }
 }
@@ -53,29 +54,47 @@ void append_fp8_block(const float* v, int64_t rows, int64_t cols, std::vector<ui
 void append_rows32(bool fp4, const float* v, int64_t rows, int64_t cols, std::vector<uint8_t>& weight,
                    std::vector<uint8_t>& scale) {
   DSV41_CHECK(cols % kScaleBlock == 0);
-  const int64_t row_bytes = fp4 ? cols / 2 : cols;
   const size_t at = weight.size();
-  weight.resize(at + static_cast<size_t>(rows * row_bytes), 0);
+  weight.resize(at + static_cast<size_t>(fp4 ? rows * cols / 2 : rows * cols));
   uint8_t* w = weight.data() + at;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c0 = 0; c0 < cols; c0 += kScaleBlock) {
-      const float* x = v + r * cols + c0;
-      const uint8_t s = e8m0_for_amax(amax_of(x, kScaleBlock, 0, 1), fp4 ? kE2M1Max : kE4M3Max);
-      scale.push_back(s);
-      const float inv = 1.0f / e8m0_to_f32(s);
-      for (int64_t i = 0; i < kScaleBlock; ++i) {
-        const int64_t c = c0 + i;
-        if (!fp4) {
-          w[r * row_bytes + c] = f32_to_e4m3(x[i] * inv);
-        } else {
-          // Element 2k goes in the low nibble of byte k, element 2k+1 in the high nibble.
-          w[r * row_bytes + c / 2] |= static_cast<uint8_t>(f32_to_e2m1(x[i] * inv) << (4 * (c % 2)));
-        }
-      }
+  for (int64_t group = 0; group < rows * cols / kScaleBlock; ++group) {
+    const float* x = v + group * kScaleBlock;
+    const uint8_t s = e8m0_for_amax(amax_of(x, kScaleBlock, 0, 1), fp4 ? kE2M1Max : kE4M3Max);
+    scale.push_back(s);
+    const float inv = 1.0f / e8m0_to_f32(s);  // exact: a power of two
+    if (fp4) {
+      // Element 2k goes in the low nibble of byte k, element 2k+1 in the high nibble.
+      for (int64_t k = 0; k < kScaleBlock / 2; ++k)
+        *w++ = static_cast<uint8_t>(fast_f32_to_e2m1(x[2 * k] * inv) | (fast_f32_to_e2m1(x[2 * k + 1] * inv) << 4));
+    } else {
+      for (int64_t i = 0; i < kScaleBlock; ++i) *w++ = fast_f32_to_e4m3(x[i] * inv);
     }
+  }
 }
 
 }  // namespace
+
+uint8_t fast_f32_to_e4m3(float value) {
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  const float m = std::fmin(std::fabs(value), kE4M3Max);
+  if (m < 0x1p-6f)  // subnormal codes are multiples of 2^-9; nearbyint rounds ties to even
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(std::nearbyint(m * 512.0f)));
+  const uint32_t bits = std::bit_cast<uint32_t>(m);
+  const uint32_t exponent = (bits >> 23) - 127 + 7, mantissa = bits & 0x7FFFFF;
+  uint32_t code = (exponent << 3) | (mantissa >> 20);
+  const uint32_t rest = mantissa & 0xFFFFF, half = 0x80000;
+  code += (rest > half) | ((rest == half) & code & 1);  // ties to even; a carry moves into the exponent, as it should
+  return static_cast<uint8_t>(sign | code);
+}
+
+uint8_t fast_f32_to_e2m1(float value) {
+  // Counts the midpoints between the magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6} that lie below |value|,
+  // without branches (values are random, so branches mispredict). A tie goes to the even index: >
+  // where the lower neighbour's index is even, >= where it is odd.
+  const float m = std::fabs(value);
+  const int index = (m > 0.25f) + (m >= 0.75f) + (m > 1.25f) + (m >= 1.75f) + (m > 2.5f) + (m >= 3.5f) + (m > 5.0f);
+  return static_cast<uint8_t>((std::signbit(value) ? 0x8 : 0) | index);
+}
 
 void encode_rows(Encoding encoding, DType plain_dtype, const float* values, int64_t rows, int64_t cols,
                  std::vector<uint8_t>& weight, std::vector<uint8_t>& scale) {

@@ -89,7 +89,8 @@ Status write_tensor_data(SafetensorsFileWriter& out, const PackTensor& p, uint64
   const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
   const int64_t rows = cols == 0 ? 0 : numel / cols;
   // About 1M values a chunk, whole 32-row tiles so FP8Block scales never straddle two chunks.
-  const int64_t chunk_rows = std::max<int64_t>(kScaleBlock, (int64_t{1} << 20) / std::max<int64_t>(cols, 1) / kScaleBlock * kScaleBlock);
+  const int64_t chunk_rows =
+      std::max<int64_t>(kScaleBlock, (int64_t{1} << 20) / std::max<int64_t>(cols, 1) / kScaleBlock * kScaleBlock);
   const SynthValues values(t, seed);
   std::vector<float> buffer;
   std::vector<uint8_t> weight, scale;
@@ -114,7 +115,8 @@ Status write_shard(const std::string& path, const std::vector<const PackTensor*>
   for (const PackTensor* p : tensors) entries.insert(entries.end(), p->entries.begin(), p->entries.end());
   DSV41_ASSIGN_OR_RETURN(SafetensorsFileWriter out, SafetensorsFileWriter::create(path, entries, options.headers_only));
   if (!options.headers_only)
-    for (const PackTensor* p : tensors) DSV41_TRY(write_tensor_data(out, *p, options.seed).with_context(p->tensor->name));
+    for (const PackTensor* p : tensors)
+      DSV41_TRY(write_tensor_data(out, *p, options.seed).with_context(p->tensor->name));
   return out.finish();
 }
 

@@ -15,8 +15,6 @@ class SynthValues {
   SynthValues(const ExpectedTensor& tensor, uint64_t seed);
   // Elements [first, first + count) in row-major order of the logical shape.
   void fill(int64_t first, int64_t count, float* out) const;
-  float center() const { return center_; }
-  float std_dev() const { return std_; }
 
  private:
   uint64_t key_ = 0;

@@ -3,6 +3,7 @@
 #include <exception>
 #include <vector>
 
+#include "common/program_file.h"
 #include "compiler/cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -12,7 +13,7 @@ int main(int argc, char** argv) {
       "and writes one verified program per rank for dsv41-rt.",
       "dsv41c"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dsv41c (program format 1)");
+  app.set_version_flag("--version", fmt::format("dsv41c (program format {})", dsv41::kProgramFormatVersion));
   std::vector<std::pair<CLI::App*, dsv41::cli::Runner>> commands;
   auto add = [&](auto adder) {
     const size_t before = app.get_subcommands({}).size();
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   add(dsv41::cli::add_plan_command);
   add(dsv41::cli::add_inspect_command);
   add(dsv41::cli::add_synth_pack_command);
+  add(dsv41::cli::add_fingerprints_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

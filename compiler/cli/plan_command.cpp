@@ -20,6 +20,7 @@ struct PlanFlags {
 };
 
 Result<std::vector<int>> ranks_of(const std::string& text, int world) {
+  if (world < 1) return Status::errorf("world {}: must be at least 1", world);  // before sizing a vector by it
   if (text == "all") {
     std::vector<int> all(world);
     for (int r = 0; r < world; ++r) all[r] = r;
@@ -71,7 +72,9 @@ Runner add_plan_command(CLI::App& app) {
   cmd->add_option("--out", f->out, "folder for the rank{N}.fb programs")->capture_default_str();
   cmd->add_option("--context", f->settings.context, "tokens one slot holds")->capture_default_str();
   cmd->add_option("--slots", f->settings.slots, "sequences served at once")->capture_default_str();
-  cmd->add_option("--prefill-rows", f->settings.prefill_rows, "rows of one prefill segment")->capture_default_str();
+  cmd->add_option("--prefill-rows", f->settings.prefill_rows, "prefill segment sizes; the first is the default")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--decode-rows", f->settings.decode_rows, "decode window row buckets, ascending")
       ->delimiter(',')
       ->capture_default_str();
