@@ -7,8 +7,10 @@ namespace dsv41 {
 
 CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, const WeightPlan& weights,
                           const ServingSettings& settings) {
-  const StateLayout state = plan_state_layout(config, settings.context);
-  EmitInputs inputs{config, share, weights, state, {}};
+  const StateLayout state = plan_state_layout(config, settings.context, settings.activations);
+  EmitInputs inputs{config, share, weights, state, {}, {}, settings.activations};
+  inputs.weight_index.reserve(weights.tensors.size());
+  for (size_t i = 0; i < weights.tensors.size(); ++i) inputs.weight_index.emplace(weights.tensors[i].name, static_cast<int>(i));
   for (int r = 0; r < share.world; ++r) inputs.vocab_widths.push_back(split_evenly(config.vocab_blocks, share.world, r).size() * kColumnBlock);
   CallLists lists;
   lists.state_buffers = state.buffers;

@@ -54,12 +54,12 @@ PhaseEmitter::PhaseEmitter(const EmitInputs& inputs, PhaseKind kind, int64_t row
   phase_.kind = kind;
   phase_.rows = rows;
   phase_.name = (kind == PhaseKind::Decode ? "decode.r" : "prefill.n") + std::to_string(rows);
-  for (size_t i = 0; i < in_.weights.tensors.size(); ++i) weight_index_.emplace(in_.weights.tensors[i].name, static_cast<int>(i));
 }
 
 int PhaseEmitter::buffer(const std::string& name, DType dtype, std::vector<int64_t> row_shape) {
   auto it = buffer_index_.find(name);
   if (it != buffer_index_.end()) return it->second;  // one buffer per role, reused by every layer
+  if (dtype == DType::BF16) dtype = in_.activations;
   std::vector<int64_t> shape{phase_.rows};
   shape.insert(shape.end(), row_shape.begin(), row_shape.end());
   phase_.arena_bytes = append_buffer(phase_.buffers, phase_.arena_bytes, name, dtype, std::move(shape));
@@ -69,8 +69,8 @@ int PhaseEmitter::buffer(const std::string& name, DType dtype, std::vector<int64
 }
 
 int PhaseEmitter::weight(const std::string& name) const {
-  auto it = weight_index_.find(name);
-  DSV41_CHECK(it != weight_index_.end());  // the weight plan holds every tensor of the inventory
+  auto it = in_.weight_index.find(name);
+  DSV41_CHECK(it != in_.weight_index.end());  // the weight plan holds every tensor of the inventory
   return it->second;
 }
 

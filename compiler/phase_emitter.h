@@ -38,6 +38,8 @@ struct EmitInputs {
   const WeightPlan& weights;
   const StateLayout& state;
   std::vector<int64_t> vocab_widths;  // every rank's vocabulary rows, for the logits gather
+  std::unordered_map<std::string, int> weight_index;  // tensor name -> index in weights.tensors
+  DType activations = DType::BF16;  // what the model's bf16 values are stored as (F32: check mode)
 };
 
 class PhaseEmitter {
@@ -63,7 +65,6 @@ class PhaseEmitter {
 
   const EmitInputs& in_;
   Phase phase_;
-  std::unordered_map<std::string, int> weight_index_;
   std::unordered_map<std::string, int> buffer_index_;
   int x_ = -1, x_next_ = -1;  // the streams ping-pong between two buffers
 };

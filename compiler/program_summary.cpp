@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "common/dtype.h"
 #include "common/hashing.h"
 #include "compiler/memory_ledger.h"
 
@@ -63,7 +64,8 @@ nlohmann::json program_json(const fb::Program& p) {
        {{"context", p.settings()->context()},
         {"slots", p.settings()->slots()},
         {"prefill_rows", std::vector<int64_t>(p.settings()->prefill_rows()->begin(), p.settings()->prefill_rows()->end())},
-        {"decode_rows", decode_rows}}},
+        {"decode_rows", decode_rows},
+        {"activations", dtype_name(static_cast<DType>(p.settings()->activations()))}}},
       {"digests",
        {{"config", hex64(p.config_digest())},
         {"pack", hex64(p.pack_digest())},

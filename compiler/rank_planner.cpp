@@ -20,6 +20,7 @@ Result<ModelInputs> ModelInputs::read(const std::string& model_dir) {
   inputs.config_json = text.str();
   DSV41_ASSIGN_OR_RETURN(inputs.config, parse_model_config(inputs.config_json, path));
   DSV41_ASSIGN_OR_RETURN(inputs.pack, PackIndex::open(model_dir));
+  DSV41_ASSIGN_OR_RETURN(inputs.match, match_pack(inputs.config, inputs.pack));
   return inputs;
 }
 
@@ -35,6 +36,8 @@ Status check_settings(const ModelConfig& c, const ServingSettings& s) {
     for (size_t k = 0; k < i; ++k)
       if (s.prefill_rows[k] == s.prefill_rows[i]) return Status::errorf("--prefill-rows: {} listed twice", s.prefill_rows[i]);
   }
+  if (s.activations != DType::BF16 && s.activations != DType::F32)
+    return Status::errorf("--activations {}: must be bf16 or f32", dtype_name(s.activations));
   if (s.decode_rows.empty()) return Status::error("--decode-rows: needs at least one row count");
   for (size_t i = 0; i < s.decode_rows.size(); ++i) {
     if (s.decode_rows[i] < 1 || s.decode_rows[i] > 256)
@@ -51,6 +54,7 @@ uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options)
   h.add(config_digest(inputs.config)).add(inputs.pack.digest()).add(options.target.name);
   h.add_i64(options.world).add_i64(options.settings.context).add_i64(options.settings.slots);
   for (int64_t rows : options.settings.prefill_rows) h.add_i64(rows);
+  h.add(static_cast<uint64_t>(options.settings.activations));
   for (int64_t rows : options.settings.decode_rows) h.add_i64(rows);
   return h.digest();
 }
@@ -59,7 +63,7 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options
   DSV41_TRY(check_settings(inputs.config, options.settings));
   RankPlan plan;
   DSV41_ASSIGN_OR_RETURN(plan.share, plan_share(inputs.config, options.world, rank));
-  DSV41_ASSIGN_OR_RETURN(plan.weights, plan_weights(inputs.config, inputs.pack, plan.share));
+  plan.weights = slice_weights(inputs.match, inputs.pack, plan.share);
   const uint64_t limit = options.memory_limit ? options.memory_limit : options.target.device_memory;
   plan.calls = emit_call_lists(inputs.config, plan.share, plan.weights, options.settings);
   uint64_t arena = 0;

@@ -19,6 +19,7 @@ struct ModelInputs {
   std::string config_json;
   ModelConfig config;
   PackIndex pack;
+  PackMatch match;  // the pack checked against the config's inventory
   static Result<ModelInputs> read(const std::string& model_dir);
 };
 

@@ -18,17 +18,17 @@ int StateLayout::index_of(const std::string& name) const {
   return -1;
 }
 
-StateLayout plan_state_layout(const ModelConfig& c, int64_t context) {
+StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations) {
   StateLayout layout;
   uint64_t used = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "L" + std::to_string(l) + ".";
     const LayerRole& role = c.layers[l];
-    used = append_buffer(layout.buffers, used, p + "ring", DType::BF16, {c.sliding_window, c.head_dim});
+    used = append_buffer(layout.buffers, used, p + "ring", activations, {c.sliding_window, c.head_dim});
     if (!role.kv_source) continue;
     const int64_t entries = (context + role.ratio - 1) / role.ratio;
-    used = append_buffer(layout.buffers, used, p + "cache", DType::BF16, {entries, c.head_dim});
-    used = append_buffer(layout.buffers, used, p + "index_cache", DType::BF16, {entries, c.index_head_dim});
+    used = append_buffer(layout.buffers, used, p + "cache", activations, {entries, c.head_dim});
+    used = append_buffer(layout.buffers, used, p + "index_cache", activations, {entries, c.index_head_dim});
     if (role.ratio >= 2) used = append_buffer(layout.buffers, used, p + "tail", DType::F32, {role.ratio, 2 * c.head_dim});
   }
   layout.bytes_per_slot = (used + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;

@@ -16,7 +16,8 @@ struct StateLayout {
 };
 
 // Names: "L{n}.ring", and on kv sources "L{n}.cache", "L{n}.index_cache", "L{n}.tail" (ratio >= 2).
-StateLayout plan_state_layout(const ModelConfig& config, int64_t context);
+// `activations` replaces BF16 for cache rows (F32 in check mode).
+StateLayout plan_state_layout(const ModelConfig& config, int64_t context, DType activations = DType::BF16);
 
 // Appends a buffer at the next aligned offset; returns the new region size.
 uint64_t append_buffer(std::vector<BufferDecl>& buffers, uint64_t used, std::string name, DType dtype,

@@ -1,8 +1,6 @@
 // compiler/weight_plan.cpp — matches the pack against the inventory and slices every tensor for one rank.
 #include "compiler/weight_plan.h"
 
-#include <unordered_set>
-
 namespace dsv41 {
 namespace {
 
@@ -51,23 +49,25 @@ std::vector<ByteRun> runs_for(const TensorEntry& entry, const ShardInfo& shard, 
   return {{entry.shard, base + r0 * row_bytes + c0 * elem, (c1 - c0) * elem, row_bytes, static_cast<uint64_t>(r1 - r0)}};
 }
 
-class Planner {
+// Matches the pack against the inventory once per model; slicing for each rank reuses the match.
+class Matcher {
  public:
-  Planner(const ModelConfig& config, const PackIndex& pack, const RankShare& share)
-      : config_(config), pack_(pack), share_(share) {}
+  Matcher(const ModelConfig& config, const PackIndex& pack) : config_(config), pack_(pack) {}
 
-  Result<WeightPlan> run() {
-    for (const ExpectedTensor& expected : expected_tensors(config_)) DSV41_TRY(plan_tensor(expected));
-    for (const TensorEntry& entry : pack_.tensors()) {
-      if (used_.count(entry.name)) continue;
+  Result<PackMatch> run() {
+    std::vector<bool> used(pack_.tensors().size(), false);
+    for (const ExpectedTensor& expected : expected_tensors(config_)) DSV41_TRY(match_tensor(expected, used));
+    for (size_t i = 0; i < pack_.tensors().size(); ++i) {
+      const TensorEntry& entry = pack_.tensors()[i];
+      if (used[i]) continue;
       if (is_ignored_tensor(entry.name)) {
-        ++plan_.ignored_tensors;
+        ++match_.ignored_tensors;
         continue;
       }
       return Status::errorf("{}: {}: tensor is not used by the plan and not on the ignore list "
                             "(vision.*, aligner.*, image_*, *.bias_vl)", shard_name(entry), entry.name);
     }
-    return std::move(plan_);
+    return std::move(match_);
   }
 
  private:
@@ -90,7 +90,7 @@ class Planner {
                           expectation(t));
   }
 
-  Status plan_tensor(const ExpectedTensor& t) {
+  Status match_tensor(const ExpectedTensor& t, std::vector<bool>& used) {
     const TensorEntry* weight = pack_.find(t.name);
     if (!weight)
       return Status::errorf("{}: {}: missing from the pack, expected {}", pack_.dir(), t.name, expectation(t));
@@ -108,52 +108,47 @@ class Planner {
       if (entry->shape != form.shape)
         return Status::errorf("{}: {}: shape {}, expected {}", shard_name(*entry), form.name, shape_text(entry->shape),
                               shape_text(form.shape));
-      used_.insert(form.name);
-      plan_.tensors.push_back(slice(t, encoding, *entry, i == 1));
-      const uint64_t bytes = plan_.tensors.back().bytes();
-      if (t.host_resident) plan_.host_bytes += bytes;
-      else if (t.rule == SplitRule::Replicated) plan_.replicated_bytes += bytes;
-      else plan_.split_bytes += bytes;
+      const size_t index = static_cast<size_t>(entry - pack_.tensors().data());
+      used[index] = true;
+      match_.tensors.push_back({t.rule, t.axis, t.unit, t.host_resident, encoding, index, i == 1});
     }
     return Status::ok();
   }
 
-  PlannedTensor slice(const ExpectedTensor& t, Encoding encoding, const TensorEntry& entry, bool is_scale) const {
-    PlannedTensor p;
-    p.name = entry.name;
-    p.dtype = entry.dtype;
-    p.stored_shape = entry.shape;
-    p.rule = t.rule;
-    p.encoding = encoding;
-    p.host_resident = t.host_resident;
-    const bool matrix = entry.shape.size() == 2;
-    const int64_t rows = matrix ? entry.shape[0] : 1, cols = matrix ? entry.shape[1] : entry.numel();
-    int64_t r0 = 0, r1 = rows, c0 = 0, c1 = cols;
-    const StoredGrid grid = grid_of(encoding, is_scale);
-    if (t.rule != SplitRule::Replicated) {
-      const Span units = share_span(share_, t.axis);
-      const int64_t begin = units.begin * t.unit, end = units.end * t.unit;
-      if (t.rule == SplitRule::InputCols || t.rule == SplitRule::HeadSlice) {
-        DSV41_CHECK(begin % grid.col_divisor == 0 && end % grid.col_divisor == 0);
-        c0 = begin / grid.col_divisor;
-        c1 = end / grid.col_divisor;
-      } else {
-        DSV41_CHECK(begin % grid.row_divisor == 0 && end % grid.row_divisor == 0);
-        r0 = begin / grid.row_divisor;
-        r1 = end / grid.row_divisor;
-      }
-    }
-    p.local_shape = matrix ? std::vector<int64_t>{r1 - r0, c1 - c0} : std::vector<int64_t>{c1 - c0};
-    p.runs = runs_for(entry, pack_.shards()[entry.shard], r0, r1, c0, c1);
-    return p;
-  }
-
   const ModelConfig& config_;
   const PackIndex& pack_;
-  const RankShare& share_;
-  WeightPlan plan_;
-  std::unordered_set<std::string> used_;
+  PackMatch match_;
 };
+
+PlannedTensor slice(const MatchedTensor& t, const TensorEntry& entry, const PackIndex& pack, const RankShare& share) {
+  PlannedTensor p;
+  p.name = entry.name;
+  p.dtype = entry.dtype;
+  p.stored_shape = entry.shape;
+  p.rule = t.rule;
+  p.encoding = t.encoding;
+  p.host_resident = t.host_resident;
+  const bool matrix = entry.shape.size() == 2;
+  const int64_t rows = matrix ? entry.shape[0] : 1, cols = matrix ? entry.shape[1] : entry.numel();
+  int64_t r0 = 0, r1 = rows, c0 = 0, c1 = cols;
+  const StoredGrid grid = grid_of(t.encoding, t.is_scale);
+  if (t.rule != SplitRule::Replicated) {
+    const Span units = share_span(share, t.axis);
+    const int64_t begin = units.begin * t.unit, end = units.end * t.unit;
+    if (t.rule == SplitRule::InputCols || t.rule == SplitRule::HeadSlice) {
+      DSV41_CHECK(begin % grid.col_divisor == 0 && end % grid.col_divisor == 0);
+      c0 = begin / grid.col_divisor;
+      c1 = end / grid.col_divisor;
+    } else {
+      DSV41_CHECK(begin % grid.row_divisor == 0 && end % grid.row_divisor == 0);
+      r0 = begin / grid.row_divisor;
+      r1 = end / grid.row_divisor;
+    }
+  }
+  p.local_shape = matrix ? std::vector<int64_t>{r1 - r0, c1 - c0} : std::vector<int64_t>{c1 - c0};
+  p.runs = runs_for(entry, pack.shards()[entry.shard], r0, r1, c0, c1);
+  return p;
+}
 
 }  // namespace
 
@@ -169,8 +164,25 @@ size_t WeightPlan::run_count() const {
   return n;
 }
 
+Result<PackMatch> match_pack(const ModelConfig& config, const PackIndex& pack) { return Matcher(config, pack).run(); }
+
+WeightPlan slice_weights(const PackMatch& match, const PackIndex& pack, const RankShare& share) {
+  WeightPlan plan;
+  plan.ignored_tensors = match.ignored_tensors;
+  plan.tensors.reserve(match.tensors.size());
+  for (const MatchedTensor& t : match.tensors) {
+    plan.tensors.push_back(slice(t, pack.tensors()[t.entry], pack, share));
+    const uint64_t bytes = plan.tensors.back().bytes();
+    if (t.host_resident) plan.host_bytes += bytes;
+    else if (t.rule == SplitRule::Replicated) plan.replicated_bytes += bytes;
+    else plan.split_bytes += bytes;
+  }
+  return plan;
+}
+
 Result<WeightPlan> plan_weights(const ModelConfig& config, const PackIndex& pack, const RankShare& share) {
-  return Planner(config, pack, share).run();
+  DSV41_ASSIGN_OR_RETURN(PackMatch match, match_pack(config, pack));
+  return slice_weights(match, pack, share);
 }
 
 }  // namespace dsv41

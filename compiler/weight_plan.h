@@ -42,6 +42,28 @@ struct WeightPlan {
   size_t run_count() const;
 };
 
+// One stored tensor of the pack matched to its inventory entry (rank-independent).
+struct MatchedTensor {
+  SplitRule rule;
+  ShareAxis axis;
+  int64_t unit;
+  bool host_resident;
+  Encoding encoding;
+  size_t entry;   // index into PackIndex::tensors()
+  bool is_scale;  // the scale of the weight before it
+};
+
+struct PackMatch {
+  std::vector<MatchedTensor> tensors;  // inventory order: each weight, then its scale
+  size_t ignored_tensors = 0;
+};
+
+// Checks the pack holds exactly the tensors the config needs (each in an admitted encoding and
+// shape; anything else ignored by name or refused). Done once per model.
+Result<PackMatch> match_pack(const ModelConfig& config, const PackIndex& pack);
+// The rank's byte runs for every matched tensor.
+WeightPlan slice_weights(const PackMatch& match, const PackIndex& pack, const RankShare& share);
+
 // Checks the pack holds exactly the tensors the config needs (each in an admitted encoding and
 // shape; anything else ignored by name or refused) and plans the rank's byte runs.
 Result<WeightPlan> plan_weights(const ModelConfig& config, const PackIndex& pack, const RankShare& share);

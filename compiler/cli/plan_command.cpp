@@ -16,6 +16,7 @@ struct PlanFlags {
   int world = 1;
   double memory_gib = 0;
   bool quiet = false;
+  std::string activations = "bf16";
   ServingSettings settings;
 };
 
@@ -38,6 +39,7 @@ Status run_plan(const PlanFlags& f) {
   PlanOptions options;
   options.world = f.world;
   options.settings = f.settings;
+  options.settings.activations = f.activations == "f32" ? DType::F32 : DType::BF16;
   DSV41_ASSIGN_OR_RETURN(options.target, find_target(f.target));
   if (f.memory_gib < 0) return Status::errorf("--memory-gib {}: must be positive", f.memory_gib);
   options.memory_limit = static_cast<uint64_t>(f.memory_gib * (1ull << 30));
@@ -77,6 +79,10 @@ Runner add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--decode-rows", f->settings.decode_rows, "decode window row buckets, ascending")
       ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--activations", f->activations,
+                  "bf16 (served: rounded as docs/model.md says) or f32 (check mode: no rounding)")
+      ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
   cmd->add_option("--target", f->target, "GPU target: " + target_names() + " (none: no cubins, no memory check)")
       ->capture_default_str();

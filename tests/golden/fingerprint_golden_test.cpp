@@ -1,0 +1,116 @@
+// tests/golden/fingerprint_golden_test.cpp — what every world emits is pinned: diff against the golden fingerprints.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "common/hashing.h"
+#include "common/program_file.h"
+#include "compiler/fingerprints.h"
+#include "compiler/rank_planner.h"
+#include "compiler/synth_pack.h"
+
+namespace dsv41 {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The release header-only pack, written once for the suite.
+const ModelInputs& release_inputs() {
+  static const ModelInputs inputs = [] {
+    const fs::path dir = fs::temp_directory_path() / ("dsv41-golden-" + std::to_string(::getpid()));
+    const std::string config_path = std::string(DSV41_SOURCE_DIR) + "/fixtures/dsv41-release/config.json";
+    const std::string config_text = read_text(config_path);
+    auto config = parse_model_config(config_text, config_path);
+    EXPECT_TRUE(config.is_ok()) << config.status().message();
+    SynthPackOptions options;
+    options.out_dir = dir.string();
+    options.format = SynthFormat::Release;
+    options.headers_only = true;
+    options.shards = 8;
+    const Status written = write_synth_pack(*config, config_text, options);
+    EXPECT_TRUE(written.is_ok()) << written.message();
+    auto read = ModelInputs::read(dir.string());
+    EXPECT_TRUE(read.is_ok()) << read.status().message();
+    fs::remove_all(dir);
+    return std::move(read).value();
+  }();
+  return inputs;
+}
+
+struct RankLists {
+  ProgramFile file;
+  CallLists lists;
+};
+
+RankLists plan_lists(int world, int rank) {
+  PlanOptions options;
+  options.world = world;
+  options.target = *find_target("none");
+  auto plan = plan_rank(release_inputs(), options, rank);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().message();
+  auto file = ProgramFile::from_bytes(plan->program, "plan");
+  EXPECT_TRUE(file.is_ok()) << file.status().message();
+  auto lists = read_call_lists(file->program());
+  return {std::move(file).value(), std::move(lists).value()};
+}
+
+std::string fingerprint_lines(int world, int rank, const RankLists& r) {
+  std::string text;
+  for (const PhaseFingerprint& f : phase_fingerprints(r.lists, r.file.program()))
+    text += "w" + std::to_string(world) + " rank" + std::to_string(rank) + " " + f.phase + " " + hex64(f.hash) + "\n";
+  return text;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += "  " + line + "\n";
+  return text;
+}
+
+TEST(FingerprintGolden, WorldsOneToFourEmitWhatTheGoldenPins) {
+  const std::string golden = read_text(std::string(DSV41_SOURCE_DIR) + "/fixtures/golden/fingerprints-release.txt");
+  ASSERT_FALSE(golden.empty()) << "fixtures/golden/fingerprints-release.txt missing; run tools/regen_goldens.sh";
+  std::string actual;
+  for (int world = 1; world <= 4; ++world)
+    for (int rank = 0; rank < world; ++rank) actual += fingerprint_lines(world, rank, plan_lists(world, rank));
+  const auto changes = fingerprint_diff(golden, actual);
+  EXPECT_TRUE(changes.empty()) << "phases whose calls changed (if intended, run tools/regen_goldens.sh):\n"
+                               << join(changes);
+}
+
+// A one-line change to one call world 2 emits must fail the golden diff and name its phase.
+TEST(FingerprintGolden, AOneCallChangeAtWorldTwoIsCaughtAndNamed) {
+  RankLists r = plan_lists(2, 1);
+  const std::string before = fingerprint_lines(2, 1, r);
+  Phase& phase = r.lists.phases.front();
+  for (Call& call : phase.calls)
+    if (call.op == "sparse_attention") {
+      for (Arg& arg : call.args)
+        if (arg.name == "scale") arg.real *= 1.0001;  // a slightly wrong softmax scale
+      break;
+    }
+  const std::string after = fingerprint_lines(2, 1, r);
+  const auto changes = fingerprint_diff(before, after);
+  ASSERT_EQ(changes.size(), 1u) << join(changes);
+  EXPECT_NE(changes[0].find("w2 rank1 " + phase.name + ": changed"), std::string::npos) << changes[0];
+}
+
+TEST(FingerprintGolden, DiffReportsVanishedAndNewPhases) {
+  const auto changes = fingerprint_diff("# header\nw1 rank0 decode.r1 aa\nw1 rank0 decode.r2 bb\n",
+                                        "w1 rank0 decode.r1 aa\nw1 rank0 decode.r32 cc\n");
+  ASSERT_EQ(changes.size(), 2u) << join(changes);
+  EXPECT_NE(changes[0].find("decode.r2: in the golden, no longer emitted"), std::string::npos);
+  EXPECT_NE(changes[1].find("decode.r32: emitted, not in the golden"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsv41
