@@ -34,6 +34,26 @@ int nearest_index(const float* table, int n, float magnitude) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+float e4m3_decode(uint8_t bits);
+float e8m0_decode(uint8_t bits);
+
+// Every byte decoded once: dequantize reads these tables (the same bits as the converters, and
+// loading a model's weights is dominated by this loop otherwise).
+struct ByteTables {
+  float e4m3[256], e8m0[256];
+  ByteTables() {
+    for (int b = 0; b < 256; ++b) {
+      e4m3[b] = e4m3_decode(static_cast<uint8_t>(b));
+      e8m0[b] = e8m0_decode(static_cast<uint8_t>(b));
+    }
+  }
+};
+
+const ByteTables& byte_tables() {
+  static const ByteTables tables;
+  return tables;
+}
+
 }  // namespace
 
 float bf16_to_f32(uint16_t bits) { return float_of(static_cast<uint32_t>(bits) << 16); }
@@ -45,7 +65,8 @@ uint16_t f32_to_bf16(float value) {
   return static_cast<uint16_t>(b >> 16);
 }
 
-float e4m3_to_f32(uint8_t bits) {
+namespace {
+float e4m3_decode(uint8_t bits) {
   const int sign = bits >> 7, exponent = (bits >> 3) & 0xF, mantissa = bits & 0x7;
   float magnitude;
   if (exponent == 0xF && mantissa == 0x7) return NAN;  // e4m3fn has no infinities
@@ -55,6 +76,10 @@ float e4m3_to_f32(uint8_t bits) {
     magnitude = std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
   return sign ? -magnitude : magnitude;
 }
+float e8m0_decode(uint8_t bits) { return std::ldexp(1.0f, static_cast<int>(bits) - 127); }
+}  // namespace
+
+float e4m3_to_f32(uint8_t bits) { return byte_tables().e4m3[bits]; }
 
 uint8_t f32_to_e4m3(float value) {
   if (std::isnan(value)) return 0x7F;
@@ -85,7 +110,7 @@ uint8_t f32_to_e2m1(float value) {
   return static_cast<uint8_t>(sign | nearest_index(kE2M1Values, 8, m));
 }
 
-float e8m0_to_f32(uint8_t bits) { return std::ldexp(1.0f, static_cast<int>(bits) - 127); }
+float e8m0_to_f32(uint8_t bits) { return byte_tables().e8m0[bits]; }
 
 uint8_t e8m0_for_amax(float amax, float max_code) {
   if (!(amax > 0.0f)) return 127;
@@ -99,6 +124,7 @@ uint8_t e8m0_for_amax(float amax, float max_code) {
 void dequantize(Encoding encoding, DType plain_dtype, const uint8_t* weight, const uint8_t* scale, int64_t rows,
                 int64_t cols, float* out) {
   const int64_t n = rows * cols;
+  const ByteTables& t = byte_tables();
   switch (encoding) {
     case Encoding::Plain:
       if (plain_dtype == DType::F32) {
@@ -116,27 +142,47 @@ void dequantize(Encoding encoding, DType plain_dtype, const uint8_t* weight, con
       return;
     case Encoding::FP8Block: {
       const int64_t scale_cols = ceil_div(cols, kScaleBlock);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          out[r * cols + c] = e4m3_to_f32(weight[r * cols + c]) *
-                              e8m0_to_f32(scale[(r / kScaleBlock) * scale_cols + c / kScaleBlock]);
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* w = weight + r * cols;
+        const uint8_t* s = scale + (r / kScaleBlock) * scale_cols;
+        float* o = out + r * cols;
+        for (int64_t c0 = 0; c0 < cols; c0 += kScaleBlock) {
+          const float block_scale = t.e8m0[s[c0 / kScaleBlock]];
+          const int64_t c1 = c0 + kScaleBlock < cols ? c0 + kScaleBlock : cols;
+          for (int64_t c = c0; c < c1; ++c) o[c] = t.e4m3[w[c]] * block_scale;
+        }
+      }
       return;
     }
     case Encoding::FP8Rows: {
       const int64_t scale_cols = cols / kScaleBlock;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          out[r * cols + c] = e4m3_to_f32(weight[r * cols + c]) * e8m0_to_f32(scale[r * scale_cols + c / kScaleBlock]);
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* w = weight + r * cols;
+        const uint8_t* s = scale + r * scale_cols;
+        float* o = out + r * cols;
+        for (int64_t b = 0; b < scale_cols; ++b) {
+          const float block_scale = t.e8m0[s[b]];
+          for (int64_t c = b * kScaleBlock; c < (b + 1) * kScaleBlock; ++c) o[c] = t.e4m3[w[c]] * block_scale;
+        }
+      }
       return;
     }
     case Encoding::FP4Rows: {
       const int64_t scale_cols = cols / kScaleBlock;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) {
-          const uint8_t byte = weight[r * (cols / 2) + c / 2];
-          const uint8_t nibble = (c % 2 == 0) ? (byte & 0xF) : (byte >> 4);  // low nibble first
-          out[r * cols + c] = e2m1_to_f32(nibble) * e8m0_to_f32(scale[r * scale_cols + c / kScaleBlock]);
+      float e2m1[16];
+      for (int i = 0; i < 16; ++i) e2m1[i] = e2m1_to_f32(static_cast<uint8_t>(i));
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* w = weight + r * (cols / 2);
+        const uint8_t* s = scale + r * scale_cols;
+        float* o = out + r * cols;
+        for (int64_t b = 0; b < scale_cols; ++b) {
+          const float block_scale = t.e8m0[s[b]];
+          for (int64_t k = b * kScaleBlock / 2; k < (b + 1) * kScaleBlock / 2; ++k) {
+            o[2 * k] = e2m1[w[k] & 0xF] * block_scale;  // low nibble first
+            o[2 * k + 1] = e2m1[w[k] >> 4] * block_scale;
+          }
         }
+      }
       return;
     }
   }

@@ -81,6 +81,9 @@ Status check_program(const fb::Program& p) {
     return Status::error("config, settings, ledger or target: missing");
   if (!p.settings()->decode_rows() || !p.settings()->prefill_rows())
     return Status::error("settings.decode_rows or settings.prefill_rows: missing");
+  if (p.settings()->activations() != fb::DType::BF16 && p.settings()->activations() != fb::DType::F32)
+    return Status::errorf("settings.activations: dtype {}, expected BF16 or F32",
+                          static_cast<int>(p.settings()->activations()));
   if (p.world() < 1 || p.rank() < 0 || p.rank() >= p.world())
     return Status::errorf("rank {} of world {}: not a valid rank", p.rank(), p.world());
   auto config = parse_model_config(p.config_json()->str(), "embedded config.json");

@@ -175,16 +175,17 @@ Status write_synth_pack(const ModelConfig& config, const std::string& config_jso
   size_t next = 0;
   for (int s = 0; s < options.shards; ++s) {
     std::vector<const PackTensor*> members;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, stored = 0;  // stored: safetensors entries, a weight and its scale counting two
     for (; next < tensors.size() && shard_of[next] == s; ++next) {
       members.push_back(&tensors[next]);
       bytes += tensors[next].bytes;
+      stored += tensors[next].entries.size();
     }
     const std::string file = shard_file_name(s, options.shards);
     DSV41_TRY(write_shard((dir / file).string(), members, options));
     written.insert(file);
     if (options.progress)
-      options.progress(fmt::format("{}: {} tensors, {} data bytes{}", file, members.size(), bytes,
+      options.progress(fmt::format("{}: {} tensors, {} data bytes{}", file, stored, bytes,
                                    options.headers_only ? " described (headers only)" : ""));
   }
   if (options.shards > 1) {

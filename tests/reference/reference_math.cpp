@@ -10,7 +10,14 @@
 
 namespace dsv41::reference {
 
-float bf(float value) { return bf16_round(value); }
+namespace {
+thread_local Rounding current_rounding = Rounding::BF16;
+}  // namespace
+
+RoundingScope::RoundingScope(Rounding rounding) : saved_(current_rounding) { current_rounding = rounding; }
+RoundingScope::~RoundingScope() { current_rounding = saved_; }
+
+float bf(float value) { return current_rounding == Rounding::BF16 ? bf16_round(value) : value; }
 
 void bf_inplace(Vec& values) {
   for (float& v : values) v = bf(v);

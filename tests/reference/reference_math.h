@@ -17,7 +17,23 @@ struct Matrix {
 
 using Vec = std::vector<float>;
 
-// b(v) of docs/model.md §2: nearest bf16, ties to even, read back as fp32.
+// What b(v) of docs/model.md §2 does on this thread: round to the nearest bf16 (ties to even), or
+// nothing (the fp32 check mode of docs/model.md §2, used to compare implementations end to end).
+enum class Rounding : uint8_t { BF16, None };
+
+// Sets the rounding of bf() on this thread for its lifetime.
+class RoundingScope {
+ public:
+  explicit RoundingScope(Rounding rounding);
+  ~RoundingScope();
+  RoundingScope(const RoundingScope&) = delete;
+  RoundingScope& operator=(const RoundingScope&) = delete;
+
+ private:
+  Rounding saved_;
+};
+
+// b(v): v rounded as the current Rounding says, read back as fp32.
 float bf(float value);
 void bf_inplace(Vec& values);
 

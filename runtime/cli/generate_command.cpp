@@ -1,0 +1,88 @@
+// runtime/cli/generate_command.cpp — `dsv41-rt generate PROGRAM_DIR --model DIR --prompt-ids 5,6,7 --max-tokens N`.
+#include "runtime/cli/generate_command.h"
+
+#include <bit>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/program_file.h"
+#include "runtime/generate.h"
+
+namespace dsv41::cli {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "--logits-out writes the host's floats as little-endian");
+
+struct GenerateFlags {
+  GenerateOptions options;
+  std::string backend = "cpu";
+  bool ignore_eos = false, json = false;
+  std::string logits_out;
+};
+
+Status write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
+  std::vector<float> all;
+  for (const auto& row : rows) all.insert(all.end(), row.begin(), row.end());
+  return write_file_atomic(path, all.data(), all.size() * sizeof(float)).with_context("--logits-out");
+}
+
+Status run_generate(GenerateFlags f) {
+  if (f.backend == "cuda")
+    return Status::error("--backend cuda: the CUDA backend is not built yet; use --backend cpu");
+  f.options.stop_at_eos = !f.ignore_eos;
+  DSV41_ASSIGN_OR_RETURN(GenerateResult result, generate(f.options));
+  if (!f.logits_out.empty()) DSV41_TRY(write_logits(f.logits_out, result.logits));
+  if (f.json)
+    std::printf("{\"tokens\": [%s]}\n", fmt::format("{}", fmt::join(result.tokens, ", ")).c_str());
+  else
+    std::printf("%s\n", fmt::format("{}", fmt::join(result.tokens, " ")).c_str());
+  return Status::ok();
+}
+
+}  // namespace
+
+Runner add_generate_command(CLI::App& app) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate",
+      "Greedy generation for one prompt of token ids, every rank of the world a thread of this process.\n"
+      "Reads PROGRAM_DIR/rank0.fb .. rank{W-1}.fb (written by `dsv41c plan MODEL_DIR --world W --out DIR`),\n"
+      "loads each rank's weight ranges from the shards in --model, prefills the prompt in segments of a\n"
+      "planned prefill size, then decodes token by token (argmax, ties to the lower id) until --max-tokens\n"
+      "or the config's eos_token_id. Prints the generated ids, space separated.\n\n"
+      "Example:\n"
+      "  dsv41c synth-pack --config fixtures/dsv41-tiny/config.json --out /tmp/tiny\n"
+      "  dsv41c plan /tmp/tiny --world 2 --context 256 --prefill-rows 8 --out /tmp/tiny-w2\n"
+      "  dsv41-rt generate /tmp/tiny-w2 --model /tmp/tiny --prompt-ids 5,6,7 --max-tokens 8");
+  cmd->add_option("PROGRAM_DIR", f->options.program_dir, "folder with rank0.fb .. rank{W-1}.fb of one world")->required();
+  cmd->add_option("--model", f->options.model_dir, "the model folder the programs were planned from (shards, config.json)")
+      ->required();
+  cmd->add_option("--backend", f->backend, "cpu (reference kernels); cuda is not built yet")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--prompt-ids", f->options.prompt, "prompt token ids, comma separated (e.g. 5,6,7)")
+      ->delimiter(',')
+      ->required();
+  cmd->add_option("--max-tokens", f->options.max_tokens, "tokens to generate at most (prompt + this must fit the context)")
+      ->check(CLI::NonNegativeNumber)
+      ->required();
+  cmd->add_option("--segment-rows", f->options.segment_rows,
+                  "prefill segment size: 0 takes the first planned size, 1 goes token by token through decode.r1, "
+                  "anything else must be a planned --prefill-rows size")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--ignore-eos", f->ignore_eos, "keep generating past eos_token_id until --max-tokens");
+  cmd->add_flag("--json", f->json, "print {\"tokens\": [...]} instead of space-separated ids");
+  cmd->add_option("--logits-out", f->logits_out,
+                  "write the logits as float32 little-endian rows of vocab_size values: the prompt's last row, then "
+                  "one row per decode step (every prompt row first with --all-logits)");
+  cmd->add_flag("--all-logits", f->options.all_logits, "keep the logits of every prompt row, not only the last");
+  return [f]() { return run_generate(*f); };
+}
+
+}  // namespace dsv41::cli

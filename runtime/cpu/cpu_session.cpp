@@ -1,0 +1,216 @@
+// runtime/cpu/cpu_session.cpp — session creation (config, pack, weights, state, arenas) and the call loop with its OpContext.
+#include "runtime/cpu/cpu_session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <new>
+
+#include <fmt/ranges.h>
+
+#include "common/pack_index.h"
+#include "runtime/exchange.h"
+
+namespace dsv41::cpu {
+
+// What an op sees of the session for one call. Arguments were checked against the op set when the
+// program loaded; a missing or mistyped one gives an empty view, which the op's checks refuse.
+class SessionCallContext final : public OpContext {
+ public:
+  SessionCallContext(CpuSession& session, const Phase& phase, uint8_t* arena, const Call& call, const StaticsView& statics)
+      : session_(session), phase_(phase), arena_(arena), call_(call), statics_(statics) {}
+
+  const Call& call() const override { return call_; }
+  const StaticsView& statics() const override { return statics_; }
+  Exchange& exchange() const override { return session_.exchange_; }
+  int rank() const override { return session_.rank_; }
+  int world() const override { return session_.world_; }
+
+  TensorView scratch(const std::string& name) const override {
+    const Arg* arg = find(name, ArgKind::Scratch);
+    if (!arg || !in_range(arg->ints[0], phase_.buffers.size())) return {};
+    const BufferDecl& b = phase_.buffers[arg->ints[0]];
+    return {arena_ + b.offset, b.dtype, b.shape};
+  }
+
+  TensorView state(const std::string& name, int slot) const override {
+    const Arg* arg = find(name, ArgKind::State);
+    const auto& buffers = session_.calls_.state_buffers;
+    if (!arg || !in_range(arg->ints[0], buffers.size())) return {};
+    const BufferDecl& b = buffers[arg->ints[0]];
+    if (slot < 0 || slot >= session_.slots_) return {nullptr, b.dtype, b.shape};  // the op refuses: no storage
+    return {session_.state_.data() + slot * session_.calls_.state_bytes_per_slot + b.offset, b.dtype, b.shape};
+  }
+
+  WeightView weight(const std::string& name) const override {
+    const Arg* arg = find(name, ArgKind::Weight);
+    return arg ? session_.weights_.view(arg->ints[0]) : WeightView{};
+  }
+
+  std::vector<WeightView> weights(const std::string& name) const override {
+    std::vector<WeightView> out;
+    if (const Arg* arg = call_.find_arg(name); arg && arg->kind == ArgKind::WeightList)
+      for (int64_t index : arg->ints) out.push_back(session_.weights_.view(index));
+    return out;
+  }
+
+ private:
+  const Arg* find(const std::string& name, ArgKind kind) const {
+    const Arg* arg = call_.find_arg(name);
+    return arg && arg->kind == kind && !arg->ints.empty() ? arg : nullptr;
+  }
+  static bool in_range(int64_t index, size_t size) { return index >= 0 && static_cast<size_t>(index) < size; }
+
+  CpuSession& session_;
+  const Phase& phase_;
+  uint8_t* arena_;
+  const Call& call_;
+  const StaticsView& statics_;
+};
+
+namespace {
+
+// Every weight a call names, in first-use order (never a scale: calls name weights only).
+std::vector<int64_t> referenced_weights(const CallLists& calls) {
+  std::vector<int64_t> out;
+  for (const Phase& phase : calls.phases)
+    for (const Call& call : phase.calls)
+      for (const Arg& arg : call.args)
+        if (arg.kind == ArgKind::Weight || arg.kind == ArgKind::WeightList) out.insert(out.end(), arg.ints.begin(), arg.ints.end());
+  return out;
+}
+
+std::vector<uint8_t> zeroed_bytes(uint64_t bytes) { return std::vector<uint8_t>(static_cast<size_t>(bytes), 0); }
+
+}  // namespace
+
+Result<std::unique_ptr<CpuSession>> CpuSession::create(const ProgramFile& program, const std::string& model_dir,
+                                                       Exchange& exchange) {
+  auto calls = read_call_lists(program.program());
+  if (!calls.is_ok()) return calls.status().with_context(program.source());
+  return create(program, std::move(calls).value(), model_dir, exchange);
+}
+
+Result<std::unique_ptr<CpuSession>> CpuSession::create(const ProgramFile& file, CallLists calls,
+                                                       const std::string& model_dir, Exchange& exchange) {
+  const fb::Program& p = file.program();
+  std::unique_ptr<CpuSession> s(new CpuSession(exchange));
+  auto config = parse_model_config(p.config_json()->str(), file.source() + ": embedded config.json");
+  if (!config.is_ok()) return config.status();
+  s->config_ = std::move(config).value();
+  if (s->config_.has_engram())
+    return Status::errorf("{}: config engram_layer_ids [{}]: Engram is not implemented by the runtime yet "
+                          "(the CPU runtime serves configs with engram_layer_ids empty)",
+                          file.source(), fmt::join(s->config_.engram_layer_ids, ", "));
+  s->rank_ = p.rank();
+  s->world_ = p.world();
+  s->slots_ = p.settings()->slots();
+  s->context_ = p.settings()->context();
+  if (s->slots_ < 1 || s->context_ < 1)
+    return Status::errorf("{}: settings slots {} and context {} must both be at least 1", file.source(), s->slots_,
+                          s->context_);
+
+  auto pack = PackIndex::open(model_dir);
+  if (!pack.is_ok()) return pack.status();
+  if (pack->digest() != p.pack_digest())
+    return Status::errorf("{}: pack digest {:016x} differs from the program's pack_digest {:016x}: {} was planned "
+                          "from another model folder (or the shards changed since); re-plan it for this folder",
+                          model_dir, pack->digest(), p.pack_digest(), file.source());
+  DSV41_TRY(pack->check_data_present().with_context(model_dir));
+
+  s->calls_ = std::move(calls);
+  auto weights = WeightStore::load(p, model_dir, referenced_weights(s->calls_));
+  if (!weights.is_ok()) return weights.status().with_context(model_dir);
+  s->weights_ = std::move(weights).value();
+
+  const uint64_t per_slot = s->calls_.state_bytes_per_slot;
+  try {
+    s->state_ = zeroed_bytes(per_slot * static_cast<uint64_t>(s->slots_));
+    for (const Phase& phase : s->calls_.phases) s->arenas_.push_back(zeroed_bytes(phase.arena_bytes));
+  } catch (const std::bad_alloc&) {
+    uint64_t arenas = 0;
+    for (const Phase& phase : s->calls_.phases) arenas += phase.arena_bytes;
+    return Status::errorf("{}: cannot allocate {} slots x {} state bytes and {} arena bytes on the host",
+                          file.source(), s->slots_, per_slot, arenas);
+  }
+  return s;
+}
+
+const Phase* CpuSession::find_phase(const std::string& name) const {
+  for (const Phase& phase : calls_.phases)
+    if (phase.name == name) return &phase;
+  return nullptr;
+}
+
+Result<size_t> CpuSession::phase_index(const Phase& phase) const {
+  const auto& phases = calls_.phases;
+  if (!phases.empty() && &phase >= phases.data() && &phase < phases.data() + phases.size())
+    return static_cast<size_t>(&phase - phases.data());
+  return Status::errorf("phase {}: not one of this session's phases (pass a phase from phases() or find_phase())",
+                        phase.name);
+}
+
+Status CpuSession::check_statics(const Phase& phase, const std::vector<int32_t>& statics) const {
+  if (statics.size() != static_cast<size_t>(phase.rows) * kStaticsFields)
+    return Status::errorf("phase {}: statics hold {} values, expected {} rows x {} fields = {}", phase.name,
+                          statics.size(), phase.rows, static_cast<int>(kStaticsFields), phase.rows * kStaticsFields);
+  const StaticsView view{statics.data(), phase.rows};
+  for (int64_t row = 0; row < phase.rows; ++row) {
+    if (!view.active(row)) continue;
+    if (view.slot(row) >= slots_)
+      return Status::errorf("phase {}: statics row {}: slot {} outside 0..{} (settings slots {})", phase.name, row,
+                            view.slot(row), slots_ - 1, slots_);
+    if (view.position(row) < 0 || view.position(row) >= context_)
+      return Status::errorf("phase {}: statics row {}: position {} outside 0..{} (settings context {})", phase.name,
+                            row, view.position(row), context_ - 1, context_);
+    if (view.token(row) < 0 || view.token(row) >= config_.vocab_size)
+      return Status::errorf("phase {}: statics row {}: token {} outside 0..{} (vocab_size {})", phase.name, row,
+                            view.token(row), config_.vocab_size - 1, config_.vocab_size);
+    if (view.first_row(row) < 0 || view.first_row(row) > row)
+      return Status::errorf("phase {}: statics row {}: first_row {} outside 0..{}", phase.name, row,
+                            view.first_row(row), row);
+  }
+  return Status::ok();
+}
+
+Status CpuSession::run(const Phase& phase, const std::vector<int32_t>& statics) {
+  DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
+  DSV41_TRY(check_statics(phase, statics));
+  const StaticsView view{statics.data(), phase.rows};
+  uint8_t* arena = arenas_[index].data();
+  for (size_t i = 0; i < phase.calls.size(); ++i) {
+    const Call& call = phase.calls[i];
+    const std::string where = fmt::format("phase {} call #{} ({})", phase.name, i, call.op);
+    const OpFunction op = find_cpu_op(call.op);
+    if (!op) return Status::errorf("{}: the CPU backend has no implementation of op {}", where, call.op);
+    const SessionCallContext context(*this, phase, arena, call, view);
+    Status status;
+    try {
+      status = op(context);
+    } catch (const ExchangeAborted& e) {
+      status = Status::errorf("exchange aborted: {}", e.what());
+    } catch (const std::exception& e) {  // an op threw (allocation, a bad argument index): still one message
+      status = Status::errorf("threw: {}", e.what());
+    }
+    if (!status.is_ok()) return status.with_context(where);
+  }
+  return Status::ok();
+}
+
+Result<TensorView> CpuSession::output(const Phase& phase, const std::string& buffer_name) {
+  DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
+  for (const BufferDecl& b : phase.buffers)
+    if (b.name == buffer_name) return TensorView{arenas_[index].data() + b.offset, b.dtype, b.shape};
+  std::vector<std::string> names;
+  for (const BufferDecl& b : phase.buffers) names.push_back(b.name);
+  return Status::errorf("phase {}: no buffer named \"{}\" (buffers: {})", phase.name, buffer_name,
+                        names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+}
+
+void CpuSession::reset_slot(int slot) {
+  DSV41_CHECK(slot >= 0 && slot < slots_);
+  const uint64_t per_slot = calls_.state_bytes_per_slot;
+  if (per_slot > 0) std::memset(state_.data() + slot * per_slot, 0, per_slot);
+}
+
+}  // namespace dsv41::cpu

@@ -1,0 +1,39 @@
+// runtime/cpu/op_registry.cpp — op name to CPU implementation, one entry per op of common/op_set.cpp.
+#include <string_view>
+#include <utility>
+
+#include "runtime/cpu/ops.h"
+
+namespace dsv41::cpu {
+namespace {
+
+constexpr std::pair<std::string_view, OpFunction> kCpuOps[] = {
+    {"embed", op_embed},
+    {"hc_pre_init", op_hc_pre_init},
+    {"hc_mix", op_hc_mix},
+    {"hc_collapse_norm", op_hc_collapse_norm},
+    {"hc_post", op_hc_post},
+    {"linear", op_linear},
+    {"grouped_linear", op_grouped_linear},
+    {"rmsnorm", op_rmsnorm},
+    {"rope", op_rope},
+    {"compress", op_compress},
+    {"index_select", op_index_select},
+    {"sparse_attention", op_sparse_attention},
+    {"window_store", op_window_store},
+    {"exchange_sum", op_exchange_sum},
+    {"exchange_gather", op_exchange_gather},
+    {"router", op_router},
+    {"moe_experts", op_moe_experts},
+    {"shared_expert", op_shared_expert},
+};
+
+}  // namespace
+
+OpFunction find_cpu_op(const std::string& op) {
+  for (const auto& [name, function] : kCpuOps)
+    if (name == op) return function;
+  return nullptr;
+}
+
+}  // namespace dsv41::cpu

@@ -1,0 +1,117 @@
+// runtime/cpu/ops_attention.cpp — sparse attention over window rows and selected compressed rows (docs/model.md §6.4), and the window ring store.
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/cpu/ops.h"
+
+namespace dsv41::cpu {
+
+Status op_sparse_attention(const OpContext& ctx) {
+  DSV41_TRY(check_constant(ctx, "heads", 1, 1 << 16));
+  DSV41_TRY(check_constant(ctx, "head_dim", 1, 1 << 20));
+  DSV41_TRY(check_constant(ctx, "window", 1, 1 << 24));
+  DSV41_TRY(check_constant(ctx, "topk", 0, 1 << 24));
+  const int64_t topk = ctx.constant("topk");
+  DSV41_TRY(check_presence(ctx, "cache", topk > 0, "present iff topk > 0"));
+  DSV41_TRY(check_presence(ctx, "selected", topk > 0, "present iff topk > 0"));
+  DSV41_TRY(check_statics(ctx));
+  const StaticsView& st = ctx.statics();
+  const int64_t heads = ctx.constant("heads"), dh = ctx.constant("head_dim"), window = ctx.constant("window");
+  const int64_t rows = st.rows;
+  DSV41_ASSIGN_OR_RETURN(TensorView q, scratch_arg(ctx, "q", Want::F32, rows * heads * dh));
+  DSV41_ASSIGN_OR_RETURN(TensorView kv, scratch_arg(ctx, "kv", Want::Act, rows * dh));
+  DSV41_ASSIGN_OR_RETURN(const float* sink, weight_arg(ctx, "sink", heads));
+  DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::Act, rows * heads * dh));
+  DSV41_TRY(check_same_dtype(ctx, "kv", kv, "out", out));
+  TensorView selected;
+  if (topk > 0) {
+    DSV41_ASSIGN_OR_RETURN(selected, scratch_arg(ctx, "selected", Want::I32, rows * topk));
+  }
+  const auto scale = static_cast<float>(ctx.real("scale"));
+
+  std::vector<float> keys, qr(static_cast<size_t>(heads * dh)), o(static_cast<size_t>(heads * dh)), logit;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!st.active(r)) {
+      write_zeros(out, r * heads * dh, heads * dh);
+      continue;
+    }
+    const int slot = st.slot(r);
+    const int64_t p = st.position(r), first = st.first_row(r);
+    if (first < 0 || first > r || st.slot(first) != slot || p - st.position(first) != r - first)
+      return Status::errorf("op sparse_attention: row {} (slot {}, position {}) names first row {}, which does not "
+                            "start its run of consecutive positions", r, slot, p, first);
+    const int64_t p0 = st.position(first);
+
+    // Key rows, oldest window position first, then the selected compressed rows in the listed order.
+    keys.clear();
+    auto append = [&](const TensorView& view, int64_t row) {
+      keys.resize(keys.size() + static_cast<size_t>(dh));
+      read_floats(view, row * dh, dh, keys.data() + keys.size() - dh);
+    };
+    TensorView ring;
+    for (int64_t t = std::max<int64_t>(0, p - window + 1); t <= p; ++t) {
+      if (t >= p0) {
+        append(kv, first + (t - p0));  // a row of this step
+        continue;
+      }
+      if (ring.data == nullptr) {
+        DSV41_ASSIGN_OR_RETURN(ring, state_arg(ctx, "ring", slot, Want::Act, window * dh));
+        DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring));
+      }
+      append(ring, t % window);
+    }
+    if (topk > 0) {
+      DSV41_ASSIGN_OR_RETURN(TensorView cache, state_rows_arg(ctx, "cache", slot, Want::Act, dh));
+      DSV41_TRY(check_same_dtype(ctx, "kv", kv, "cache", cache));
+      for (int64_t k = 0; k < topk; ++k) {
+        const int32_t s = selected.get_int(r * topk + k);
+        if (s == -1) continue;
+        if (s < 0 || s >= cache.numel() / dh)
+          return Status::errorf("op sparse_attention: row {} selects entry {}, but slot {} holds {} entries", r, s,
+                                slot, cache.numel() / dh);
+        append(cache, s);
+      }
+    }
+    const auto count = static_cast<int64_t>(keys.size()) / dh;
+
+    read_floats(q, r * heads * dh, heads * dh, qr.data());
+    logit.resize(static_cast<size_t>(count));
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* qh = qr.data() + h * dh;
+      float top = sink[h];
+      for (int64_t j = 0; j < count; ++j) top = std::max(top, logit[j] = dot(qh, keys.data() + j * dh, dh) * scale);
+      float denominator = std::exp(sink[h] - top);  // the sink counts in the denominator only
+      float* oh = o.data() + h * dh;
+      std::fill(oh, oh + dh, 0.0f);
+      for (int64_t j = 0; j < count; ++j) {
+        const float e = std::exp(logit[j] - top);
+        denominator += e;
+        const float* key = keys.data() + j * dh;
+        for (int64_t d = 0; d < dh; ++d) oh[d] += e * key[d];
+      }
+      for (int64_t d = 0; d < dh; ++d) oh[d] /= denominator;  // rounded by the BF16 store
+    }
+    write_floats(out, r * heads * dh, heads * dh, o.data());
+  }
+  return Status::ok();
+}
+
+Status op_window_store(const OpContext& ctx) {
+  DSV41_TRY(check_constant(ctx, "window", 1, 1 << 24));
+  DSV41_TRY(check_constant(ctx, "head_dim", 1, 1 << 20));
+  DSV41_TRY(check_statics(ctx));
+  const StaticsView& st = ctx.statics();
+  const int64_t window = ctx.constant("window"), dh = ctx.constant("head_dim"), rows = st.rows;
+  DSV41_ASSIGN_OR_RETURN(TensorView kv, scratch_arg(ctx, "kv", Want::Act, rows * dh));
+  std::vector<float> row(static_cast<size_t>(dh));
+  for (int64_t r = 0; r < rows; ++r) {  // in row order: a later position overwrites an earlier one
+    if (!st.active(r)) continue;
+    DSV41_ASSIGN_OR_RETURN(TensorView ring, state_arg(ctx, "ring", st.slot(r), Want::Act, window * dh));
+    DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring));
+    read_floats(kv, r * dh, dh, row.data());
+    write_floats(ring, (st.position(r) % window) * dh, dh, row.data());
+  }
+  return Status::ok();
+}
+
+}  // namespace dsv41::cpu

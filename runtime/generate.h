@@ -1,0 +1,42 @@
+// runtime/generate.h — greedy generation for one prompt on the CPU backend: every rank a thread, one in-process exchange.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/program_file.h"
+#include "common/status.h"
+
+namespace dsv41 {
+
+struct GenerateOptions {
+  std::string program_dir, model_dir;  // program_dir holds rank0.fb .. rank{W-1}.fb of one world
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  int64_t segment_rows = 0;  // 0: the first planned prefill size; 1: token by token through decode.r1
+  bool stop_at_eos = true;
+  bool all_logits = false;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;
+  // The last logits of each step (the prompt's last row, then each decode step), or every row
+  // (each prompt row, then each decode step) when all_logits.
+  std::vector<std::vector<float>> logits;
+};
+
+// Prefills the prompt in segments of one planned size, then decodes greedily through decode.r1
+// (argmax, ties to the lower id) until max_tokens or eos. Every rank runs the same phases; all
+// hold the same logits, and rank 0's are returned. A failure on any rank ends every rank; the
+// message is the first failure's.
+Result<GenerateResult> generate(const GenerateOptions& options);
+
+// The programs of one world, rank i at index i: every rank*.fb of the folder, all present, all of
+// the same world and agreement digest.
+Result<std::vector<ProgramFile>> load_world_programs(const std::string& program_dir);
+
+// The index of the largest value, the lower index on ties (NaN never wins).
+int32_t greedy_token(const float* logits, int64_t n);
+
+}  // namespace dsv41

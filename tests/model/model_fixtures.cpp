@@ -1,0 +1,258 @@
+// tests/model/model_fixtures.cpp — packs, worlds and generations made once per process; logit comparisons and crossings.
+#include "tests/model/model_fixtures.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "compiler/rank_planner.h"
+#include "compiler/targets.h"
+#include "tests/support/test_support.h"
+
+namespace dsv41::model_test {
+namespace {
+
+// Everything this process wrote, removed when it exits (kept with DSV41_KEEP_TEST_DIRS).
+struct Scratch {
+  fs::path root = fs::temp_directory_path() / fmt::format("dsv41_model_tests_{}", static_cast<long>(getpid()));
+  std::map<int, fs::path> packs;
+  std::map<int, std::unique_ptr<reference::ReferenceModel>> models;
+  std::map<std::tuple<int, int, int>, fs::path> worlds;
+  std::map<std::string, GenerateResult> runs;
+  std::map<std::string, Logits> references;
+  ~Scratch() {
+    std::error_code ec;
+    if (!std::getenv("DSV41_KEEP_TEST_DIRS")) fs::remove_all(root, ec);
+  }
+};
+
+Scratch& scratch() {
+  static Scratch instance;
+  return instance;
+}
+
+std::string key_text(const RunKey& k) { return describe(k); }
+
+}  // namespace
+
+const char* mode_name(Mode mode) { return mode == Mode::Check ? "check(f32)" : "bf16"; }
+const char* format_name(SynthFormat format) { return format == SynthFormat::BF16 ? "bf16-pack" : "release-pack"; }
+
+std::vector<int32_t> prompt_ids(const PromptCase& prompt, int64_t vocab) {
+  std::mt19937 rng(prompt.seed);
+  std::uniform_int_distribution<int32_t> pick(3, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> ids(prompt.length);
+  for (auto& id : ids) id = pick(rng);
+  return ids;
+}
+
+const ModelConfig& tiny_config() {
+  static const ModelConfig config = test::fixture_config("dsv41-tiny");
+  return config;
+}
+
+const fs::path& tiny_pack(SynthFormat format) {
+  Scratch& s = scratch();
+  const int key = static_cast<int>(format);
+  if (auto it = s.packs.find(key); it != s.packs.end()) return it->second;
+  const fs::path dir = s.root / (format == SynthFormat::BF16 ? "pack-bf16" : "pack-release");
+  SynthPackOptions options;
+  options.out_dir = dir.string();
+  options.format = format;
+  options.seed = kPackSeed;
+  options.shards = format == SynthFormat::Release ? 2 : 1;
+  const Status status =
+      write_synth_pack(tiny_config(), test::read_file(test::fixture_config_path("dsv41-tiny")), options);
+  if (!status.is_ok()) ADD_FAILURE() << "write_synth_pack " << format_name(format) << ": " << status.message();
+  return s.packs.emplace(key, dir).first->second;
+}
+
+const reference::ReferenceModel& reference_model(SynthFormat format) {
+  Scratch& s = scratch();
+  auto& slot = s.models[static_cast<int>(format)];
+  if (!slot) {
+    auto model = reference::ReferenceModel::load(tiny_pack(format).string());
+    if (!model.is_ok()) {
+      ADD_FAILURE() << "reference load " << format_name(format) << ": " << model.status().message();
+      slot = std::make_unique<reference::ReferenceModel>(reference::ReferenceModel::assemble(tiny_config(), {}));
+    } else {
+      slot = std::make_unique<reference::ReferenceModel>(std::move(model).value());
+    }
+  }
+  return *slot;
+}
+
+ServingSettings tiny_settings(Mode mode) {
+  ServingSettings s;
+  s.context = 256;
+  s.slots = 1;
+  s.prefill_rows = {2048, 64, 16};
+  s.activations = mode == Mode::Check ? DType::F32 : DType::BF16;
+  return s;
+}
+
+const fs::path& world_programs(SynthFormat format, Mode mode, int world) {
+  Scratch& s = scratch();
+  const auto key = std::make_tuple(static_cast<int>(format), static_cast<int>(mode), world);
+  if (auto it = s.worlds.find(key); it != s.worlds.end()) return it->second;
+  const fs::path dir = s.root / fmt::format("programs-{}-{}-w{}", format_name(format),
+                                            mode == Mode::Check ? "f32" : "bf16", world);
+  fs::create_directories(dir);
+  auto inputs = ModelInputs::read(tiny_pack(format).string());
+  if (!inputs.is_ok()) {
+    ADD_FAILURE() << inputs.status().message();
+  } else {
+    PlanOptions options;
+    options.world = world;
+    options.target = *find_target("none");
+    options.settings = tiny_settings(mode);
+    for (int rank = 0; rank < world; ++rank) {
+      auto plan = plan_rank(*inputs, options, rank);
+      if (!plan.is_ok()) {
+        ADD_FAILURE() << "plan " << format_name(format) << " " << mode_name(mode) << " world " << world << " rank "
+                      << rank << ": " << plan.status().message();
+        break;
+      }
+      test::write_bytes(dir / fmt::format("rank{}.fb", rank), plan->program);
+    }
+  }
+  return s.worlds.emplace(key, dir).first->second;
+}
+
+std::string describe(const RunKey& k) {
+  return fmt::format("{} {} world {} prompt {} (length {}, seed {}) segment rows {}", format_name(k.format),
+                     mode_name(k.mode), k.world, k.prompt.name, k.prompt.length, k.prompt.seed,
+                     k.segment_rows == 0 ? std::string("default") : std::to_string(k.segment_rows));
+}
+
+const GenerateResult& generated(const RunKey& key) {
+  Scratch& s = scratch();
+  const std::string text = key_text(key);
+  if (auto it = s.runs.find(text); it != s.runs.end()) return it->second;
+  GenerateOptions o;
+  o.program_dir = world_programs(key.format, key.mode, key.world).string();
+  o.model_dir = tiny_pack(key.format).string();
+  o.prompt = prompt_ids(key.prompt, tiny_config().vocab_size);
+  o.max_tokens = kMaxTokens;
+  o.segment_rows = key.segment_rows;
+  o.stop_at_eos = false;
+  o.all_logits = true;
+  GenerateResult result;
+  auto run = generate(o);
+  if (!run.is_ok()) {
+    ADD_FAILURE() << text << ": " << run.status().message();
+  } else {
+    result = std::move(run).value();
+    const size_t rows = key.prompt.length + kMaxTokens - 1;
+    if (result.tokens.size() != static_cast<size_t>(kMaxTokens) || result.logits.size() != rows) {
+      ADD_FAILURE() << text << ": " << result.tokens.size() << " tokens and " << result.logits.size()
+                    << " logit rows, expected " << kMaxTokens << " and " << rows;
+      result = {};
+    }
+  }
+  return s.runs.emplace(text, std::move(result)).first->second;
+}
+
+const Logits& reference_logits(const RunKey& key) {
+  Scratch& s = scratch();
+  const GenerateResult& run = generated(key);
+  std::vector<int32_t> ids = prompt_ids(key.prompt, tiny_config().vocab_size);
+  if (!run.tokens.empty()) ids.insert(ids.end(), run.tokens.begin(), run.tokens.end() - 1);
+  std::string text = fmt::format("{} {}", format_name(key.format), mode_name(key.mode));
+  for (int32_t id : ids) text += fmt::format(" {}", id);
+  if (auto it = s.references.find(text); it != s.references.end()) return it->second;
+  reference::ForwardOptions options;
+  options.rounding = key.mode == Mode::Check ? reference::Rounding::None : reference::Rounding::BF16;
+  auto logits = reference_model(key.format).forward(ids, options);
+  Logits out;
+  if (!logits.is_ok()) ADD_FAILURE() << "reference forward for " << describe(key) << ": " << logits.status().message();
+  else out = std::move(logits).value();
+  return s.references.emplace(text, std::move(out)).first->second;
+}
+
+RowDiff row_diff(const std::vector<float>& actual, const std::vector<float>& expected) {
+  RowDiff d;
+  double worst = -1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    d.scale = std::max(d.scale, std::fabs(expected[i]));
+    const double diff = i < actual.size() ? std::fabs(static_cast<double>(actual[i]) - expected[i]) : INFINITY;
+    if (!(diff <= worst)) {  // NaN counts as worst
+      worst = diff;
+      d.index = static_cast<int64_t>(i);
+      d.actual = i < actual.size() ? actual[i] : NAN;
+      d.expected = expected[i];
+    }
+  }
+  d.relative = actual.size() != expected.size() ? INFINITY : (std::isnan(worst) ? INFINITY : worst / d.scale);
+  return d;
+}
+
+LogitsDiff logits_diff(const Logits& actual, const Logits& expected, size_t first, size_t last) {
+  LogitsDiff out;
+  out.worst.relative = -1;
+  for (size_t r = first; r < last && r < actual.size() && r < expected.size(); ++r) {
+    const RowDiff d = row_diff(actual[r], expected[r]);
+    if (!(d.relative <= out.worst.relative)) out.worst = d, out.row = r;
+  }
+  return out;
+}
+
+double expect_rows_close(const Logits& actual, const Logits& expected, size_t first, size_t last, double tolerance,
+                         const std::string& what) {
+  EXPECT_GE(actual.size(), last) << what << ": too few actual rows";
+  EXPECT_GE(expected.size(), last) << what << ": too few expected rows";
+  double worst = 0;
+  for (size_t r = first; r < last && r < actual.size() && r < expected.size(); ++r) {
+    const RowDiff d = row_diff(actual[r], expected[r]);
+    worst = std::max(worst, d.relative);
+    EXPECT_LE(d.relative, tolerance) << what << ": row " << r << " (position " << r << ", predicts position " << r + 1
+                                     << "): id " << d.index << " is " << d.actual << ", expected " << d.expected
+                                     << "; |diff| / max|logit| = " << d.relative << " (max|logit| " << d.scale
+                                     << ", tolerance " << tolerance << ")";
+  }
+  return worst;
+}
+
+double top1_agreement(const Logits& a, const Logits& b, size_t first, size_t last) {
+  size_t same = 0, count = 0;
+  for (size_t r = first; r < last && r < a.size() && r < b.size(); ++r, ++count) {
+    const auto n = static_cast<int64_t>(a[r].size());
+    same += greedy_token(a[r].data(), n) == greedy_token(b[r].data(), n);
+  }
+  return count ? static_cast<double>(same) / static_cast<double>(count) : 0.0;
+}
+
+Crossings crossings(const ModelConfig& c, int64_t length) {
+  Crossings x;
+  x.window_wraps = length > c.sliding_window;  // position W reuses the slot of position 0
+  bool masked_source = false;
+  for (const LayerRole& role : c.layers) {
+    if (!role.index_source) continue;
+    const int64_t visible = length / role.ratio;  // n(p) = (p + 1) div r at the last position
+    if (visible > c.index_topk) (role.ratio == 1 ? x.topk_ratio1 : x.topk_ratio2) = true;
+    masked_source |= role.candidate_masked;
+  }
+  if (c.candidate_source_layer_id >= 0 && masked_source) {
+    const int64_t visible = length / c.layers[c.candidate_source_layer_id].ratio;
+    const int64_t blocks = (visible + c.candidate_block_size - 1) / c.candidate_block_size;
+    x.candidate_mask = blocks > c.candidate_topk_blocks;
+  }
+  return x;
+}
+
+std::string describe(const Crossings& c) {
+  return fmt::format("window wraps: {}, entries > index_topk on ratio-2 index sources: {}, on ratio-1: {}, "
+                     "candidate mask active: {}", c.window_wraps, c.topk_ratio2, c.topk_ratio1, c.candidate_mask);
+}
+
+}  // namespace dsv41::model_test

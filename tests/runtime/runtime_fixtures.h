@@ -1,0 +1,38 @@
+// tests/runtime/runtime_fixtures.h — synthetic tiny packs (made once per test binary) and planned programs for the runtime tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/program_file.h"
+#include "compiler/memory_ledger.h"
+#include "tests/support/test_support.h"
+
+namespace dsv41::test {
+
+// A dsv41-tiny model folder with data, written by write_synth_pack once per process ("release" or
+// "bf16"; the release pack has 2 shards). Removed at exit.
+const fs::path& tiny_pack(const std::string& format);
+
+// Small settings that plan quickly: context 64, 2 slots, prefill segments of 8 and 4, decode rows 1 and 2.
+ServingSettings small_settings();
+
+// Plans every rank of `world` for the model folder; reports a failure and returns what it has.
+std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, const ServingSettings& settings);
+// The same, written as DIR/rank{N}.fb.
+void write_programs(const fs::path& dir, const fs::path& model_dir, int world, const ServingSettings& settings);
+
+// The index of a weight in a program by name, or -1.
+int64_t weight_index(const fb::Program& program, const std::string& name);
+
+// A whole stored tensor of the folder's pack dequantized to fp32 ([rows, cols] logical; 1-D: rows 1),
+// read directly from its shard: the reference the rank's slices are checked against.
+std::vector<float> dequantized_full_tensor(const fs::path& model_dir, const fb::Program& program, const std::string& name,
+                                           int64_t& rows, int64_t& cols);
+
+std::string dsv41rt_path();
+// Runs the built dsv41-rt with `args` (each shell-quoted).
+CommandResult run_dsv41rt(const std::vector<std::string>& args);
+
+}  // namespace dsv41::test

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# tools/test.sh — builds and runs every test without a GPU (ctest labels unit and e2e), then again under ASan+UBSan.
+#
+# Both passes run even when the first fails; the exit status is non-zero if any build or test failed.
+# Environment: as tools/setup.sh (DSV41_BUILD_DIR, DSV41_ASAN_BUILD_DIR, DSV41_JOBS), plus
+#              DSV41_TEST_JOBS (ctest parallelism, default nproc).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+build_dir=${DSV41_BUILD_DIR:-build}
+asan_dir=${DSV41_ASAN_BUILD_DIR:-${build_dir}-asan}
+test_jobs=${DSV41_TEST_JOBS:-$(nproc)}
+
+# Fail on the first sanitizer report, with a stack, so ctest shows where it happened.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+say() { echo "==> test: $*"; }
+
+# Runs every test that needs no GPU in one build folder; returns ctest's status.
+run_tests() {
+  local dir=$1 name=$2 start=$SECONDS status=0
+  say "$name: ctest -LE gpu in $dir"
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -LE gpu -j "$test_jobs") || status=$?
+  say "$name: tests $([[ $status == 0 ]] && echo passed || echo FAILED) in $((SECONDS - start)) s"
+  return "$status"
+}
+
+failed=()
+start=$SECONDS
+
+tools/setup.sh
+run_tests "$build_dir" plain || failed+=("tests (plain build)")
+
+if tools/setup.sh --sanitize; then
+  run_tests "$asan_dir" "asan+ubsan" || failed+=("tests (ASan+UBSan build)")
+else
+  failed+=("ASan+UBSan build")
+fi
+
+if ((${#failed[@]})); then
+  say "FAILED: ${failed[*]} ($((SECONDS - start)) s)"
+  exit 1
+fi
+say "all passed, plain and ASan+UBSan ($((SECONDS - start)) s)"
