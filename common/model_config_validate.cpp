@@ -10,11 +10,16 @@ namespace {
 
 std::string list_text(const std::vector<int64_t>& values) { return fmt::format("[{}]", fmt::join(values, ", ")); }
 
+// No size of the model comes near 2^20; the bound keeps products of three sizes inside int64, so a
+// hostile config is refused instead of overflowing.
+constexpr int64_t kMaxSize = int64_t{1} << 20;
+
 class Rules {
  public:
   explicit Rules(std::string prefix) : prefix_(std::move(prefix)) {}
   void positive(const char* field, int64_t value) {
     if (value <= 0) failf("{}{}: value {}, must be positive", prefix_, field, value);
+    else if (value > kMaxSize) failf("{}{}: value {}, must be at most {}", prefix_, field, value, kMaxSize);
   }
   void whole_blocks(const char* field, int64_t value, int64_t block, const char* why) {
     if (value % block != 0)
@@ -56,6 +61,10 @@ void check_sizes(Rules& r, const ModelConfig& c) {
   r.positive("sliding_window", c.sliding_window);
   r.positive("hc_mult", c.hc_mult);
   r.positive("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
+  if (c.num_nextn_predict_layers > kMaxSize)
+    r.failf("{}num_nextn_predict_layers: value {}, must be at most {}", r.prefix(), c.num_nextn_predict_layers,
+            kMaxSize);
+  if (!r.status().is_ok()) return;  // the products below assume bounded sizes
   if (c.num_key_value_heads != 1)
     r.failf("{}num_key_value_heads: value {}, must be 1 (one shared latent is both K and V)", r.prefix(),
             c.num_key_value_heads);
@@ -182,8 +191,9 @@ void check_engram(Rules& r, const ModelConfig& c) {
   for (size_t i = 0; i < c.engram_num_embeddings.size(); ++i)
     if (c.engram_num_embeddings[i] <= 0)
       r.failf("{}engram_num_embeddings[{}]: value {}, must be positive", r.prefix(), i, c.engram_num_embeddings[i]);
-  if (c.engram_max_ngram_size < 2)
-    r.failf("{}engram_max_ngram_size: value {}, must be at least 2", r.prefix(), c.engram_max_ngram_size);
+  if (c.engram_max_ngram_size < 2 || c.engram_max_ngram_size > kMaxSize)
+    r.failf("{}engram_max_ngram_size: value {}, must be between 2 and {}", r.prefix(), c.engram_max_ngram_size,
+            kMaxSize);
   r.positive("engram_n_heads", c.engram_n_heads);
   r.positive("engram_head_dim", c.engram_head_dim);
   r.whole_blocks("engram_head_dim", c.engram_head_dim, kScaleBlock, "one scale per 32 values of a row");

@@ -146,6 +146,14 @@ void read_floats(const TensorView& view, int64_t offset, int64_t n, float* dst) 
     if (n > 0) std::memcpy(dst, view.data + 4 * offset, 4 * static_cast<size_t>(n));
     return;
   }
+  if (view.dtype == DType::BF16) {  // the hot path of every op: no per-element checks
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, view.data + 2 * (offset + i), 2);
+      dst[i] = bf16_to_f32(bits);
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) dst[i] = view.get(offset + i);
 }
 
@@ -153,6 +161,13 @@ void write_floats(const TensorView& view, int64_t offset, int64_t n, const float
   DSV41_CHECK(offset >= 0 && n >= 0 && offset + n <= view.numel());
   if (view.dtype == DType::F32) {
     if (n > 0) std::memcpy(view.data + 4 * offset, src, 4 * static_cast<size_t>(n));
+    return;
+  }
+  if (view.dtype == DType::BF16) {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t bits = f32_to_bf16(src[i]);
+      std::memcpy(view.data + 2 * (offset + i), &bits, 2);
+    }
     return;
   }
   for (int64_t i = 0; i < n; ++i) view.set(offset + i, src[i]);

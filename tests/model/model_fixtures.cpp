@@ -77,19 +77,15 @@ const fs::path& tiny_pack(SynthFormat format) {
   return s.packs.emplace(key, dir).first->second;
 }
 
-const reference::ReferenceModel& reference_model(SynthFormat format) {
+const reference::ReferenceModel* reference_model(SynthFormat format) {
   Scratch& s = scratch();
-  auto& slot = s.models[static_cast<int>(format)];
-  if (!slot) {
-    auto model = reference::ReferenceModel::load(tiny_pack(format).string());
-    if (!model.is_ok()) {
-      ADD_FAILURE() << "reference load " << format_name(format) << ": " << model.status().message();
-      slot = std::make_unique<reference::ReferenceModel>(reference::ReferenceModel::assemble(tiny_config(), {}));
-    } else {
-      slot = std::make_unique<reference::ReferenceModel>(std::move(model).value());
-    }
-  }
-  return *slot;
+  const int key = static_cast<int>(format);
+  if (auto it = s.models.find(key); it != s.models.end()) return it->second.get();
+  auto model = reference::ReferenceModel::load(tiny_pack(format).string());
+  if (!model.is_ok()) ADD_FAILURE() << "reference load " << format_name(format) << ": " << model.status().message();
+  auto& slot = s.models[key];
+  if (model.is_ok()) slot = std::make_unique<reference::ReferenceModel>(std::move(model).value());
+  return slot.get();
 }
 
 ServingSettings tiny_settings(Mode mode) {
@@ -132,7 +128,7 @@ const fs::path& world_programs(SynthFormat format, Mode mode, int world) {
 std::string describe(const RunKey& k) {
   return fmt::format("{} {} world {} prompt {} (length {}, seed {}) segment rows {}", format_name(k.format),
                      mode_name(k.mode), k.world, k.prompt.name, k.prompt.length, k.prompt.seed,
-                     k.segment_rows == 0 ? std::string("default") : std::to_string(k.segment_rows));
+                     k.segment_rows == 0 ? tiny_settings(k.mode).prefill_rows[0] : k.segment_rows);
 }
 
 const GenerateResult& generated(const RunKey& key) {
@@ -173,10 +169,12 @@ const Logits& reference_logits(const RunKey& key) {
   if (auto it = s.references.find(text); it != s.references.end()) return it->second;
   reference::ForwardOptions options;
   options.rounding = key.mode == Mode::Check ? reference::Rounding::None : reference::Rounding::BF16;
-  auto logits = reference_model(key.format).forward(ids, options);
   Logits out;
-  if (!logits.is_ok()) ADD_FAILURE() << "reference forward for " << describe(key) << ": " << logits.status().message();
-  else out = std::move(logits).value();
+  if (const reference::ReferenceModel* model = reference_model(key.format)) {
+    auto logits = model->forward(ids, options);
+    if (!logits.is_ok()) ADD_FAILURE() << "reference forward for " << describe(key) << ": " << logits.status().message();
+    else out = std::move(logits).value();
+  }
   return s.references.emplace(text, std::move(out)).first->second;
 }
 
@@ -237,12 +235,12 @@ Crossings crossings(const ModelConfig& c, int64_t length) {
   x.window_wraps = length > c.sliding_window;  // position W reuses the slot of position 0
   bool masked_source = false;
   for (const LayerRole& role : c.layers) {
-    if (!role.index_source) continue;
+    if (!role.index_source || role.ratio < 1) continue;
     const int64_t visible = length / role.ratio;  // n(p) = (p + 1) div r at the last position
     if (visible > c.index_topk) (role.ratio == 1 ? x.topk_ratio1 : x.topk_ratio2) = true;
     masked_source |= role.candidate_masked;
   }
-  if (c.candidate_source_layer_id >= 0 && masked_source) {
+  if (c.candidate_source_layer_id >= 0 && masked_source && c.layers[c.candidate_source_layer_id].ratio > 0) {
     const int64_t visible = length / c.layers[c.candidate_source_layer_id].ratio;
     const int64_t blocks = (visible + c.candidate_block_size - 1) / c.candidate_block_size;
     x.candidate_mask = blocks > c.candidate_topk_blocks;

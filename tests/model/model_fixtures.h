@@ -42,7 +42,8 @@ std::vector<int32_t> prompt_ids(const PromptCase& prompt, int64_t vocab);
 // The dsv41-tiny fixture's config, and a model folder with data for it (written once per process).
 const ModelConfig& tiny_config();
 const fs::path& tiny_pack(SynthFormat format);
-const reference::ReferenceModel& reference_model(SynthFormat format);
+// The reference over that folder's weights; null (after reporting why) when it cannot load.
+const reference::ReferenceModel* reference_model(SynthFormat format);
 
 // Context 256, 1 slot, prefill segments 2048 (the default), 64 and 16, the default decode rows.
 ServingSettings tiny_settings(Mode mode);

@@ -325,5 +325,37 @@ TEST(CpuAttentionOps, WindowStoreKeepsTheLastWindowOfEachSlot) {
   }
 }
 
+TEST(CpuAttentionOps, StaticsOrIndicesPastTheStateAreRefused) {
+  auto attention = [](std::vector<RowStatic> statics, int32_t selected) {
+    FakeContext ctx("sparse_attention", {{"heads", 1}, {"head_dim", 8}, {"window", 4}, {"topk", 1}});
+    ctx.set_rows(statics);
+    const auto rows = static_cast<int64_t>(statics.size());
+    ctx.add_scratch("q", DType::F32, {rows, 8});
+    ctx.add_scratch("kv", DType::BF16, {rows, 8});
+    ctx.add_state("ring", DType::BF16, {4, 8}, 1);
+    ctx.add_state("cache", DType::BF16, {3, 8}, 1);
+    TensorView sel = ctx.add_scratch("selected", DType::I32, {rows, 1});
+    for (int64_t r = 0; r < rows; ++r) sel.set_int(r, selected);
+    ctx.add_weight("sink", {1}, {0.0f});
+    ctx.add_float("scale", 0.35);
+    ctx.add_scratch("out", DType::BF16, {rows, 8});
+    return ctx.run();
+  };
+  EXPECT_TRUE(attention({{0, 0, 5, 0}, {0, 0, 6, 0}}, 2).is_ok());
+  EXPECT_FALSE(attention({{0, 0, 5, 0}, {0, 0, 6, 0}}, 3).is_ok()) << "entry 3 of a 3-entry cache";
+  EXPECT_FALSE(attention({{0, 0, 5, 0}, {0, 0, 7, 0}}, 0).is_ok()) << "positions not consecutive";
+  EXPECT_FALSE(attention({{0, 0, 5, 1}, {0, 0, 6, 1}}, 0).is_ok()) << "first row after the row";
+  EXPECT_FALSE(attention({{0, 0, -1, 0}}, 0).is_ok()) << "negative position";
+
+  IndexCase c;
+  c.entries = 4;
+  std::mt19937 rng(17);
+  FakeContext index = index_call(c, 0, sequence_rows(1, 4), random_values(rng, c.heads * c.width),
+                                 random_values(rng, c.heads), random_values(rng, c.entries * c.width));
+  const Status s = index.run();  // position 4 sees 5 entries of 4
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("holds 4"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace dsv41::cpu::testing
