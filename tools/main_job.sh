@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tools/main_job.sh — sets up and builds, writes a header-only release pack, plans it at world 4 for h200.
+# tools/main_job.sh — sets up and builds, plans the release model at world 4 for h200 (header-only pack),
+# then plans the tiny model at world 4 and generates a few tokens with the CPU backend (ranks as threads).
 #
-# Prints each rank's share and memory. Everything it writes goes under work/ (gitignored).
+# Prints each rank's share and memory, then the generated token ids. Everything it writes goes under work/ (gitignored).
 # Environment: as tools/setup.sh (DSV41_BUILD_DIR, ...), plus DSV41_WORK_DIR (default work).
 set -euo pipefail
 
@@ -10,6 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir=${DSV41_BUILD_DIR:-build}
 work_dir=${DSV41_WORK_DIR:-work}
 dsv41c="$build_dir/compiler/dsv41c"
+dsv41rt="$build_dir/runtime/dsv41-rt"
 
 say() { echo "==> main job: $*"; }
 
@@ -21,5 +23,16 @@ say "synth-pack: header-only release pack in $work_dir/dsv41-release"
 
 say "plan: release model, world 4, every rank, target h200 -> $work_dir/programs-w4"
 "$dsv41c" plan "$work_dir/dsv41-release" --world 4 --rank all --out "$work_dir/programs-w4" --target h200
+
+say "synth-pack: tiny model with real weights in $work_dir/dsv41-tiny"
+"$dsv41c" synth-pack --config fixtures/dsv41-tiny/config.json --out "$work_dir/dsv41-tiny" --format release --seed 7
+
+say "plan: tiny model, world 4 (uneven expert and vocabulary splits) -> $work_dir/tiny-w4"
+"$dsv41c" plan "$work_dir/dsv41-tiny" --world 4 --rank all --out "$work_dir/tiny-w4" --context 512 \
+  --prefill-rows 64 --quiet
+
+say "generate: 8 greedy tokens from a 24-token prompt on the CPU backend, 4 ranks as threads"
+"$dsv41rt" generate "$work_dir/tiny-w4" --model "$work_dir/dsv41-tiny" --backend cpu --max-tokens 8 --ignore-eos \
+  --prompt-ids 5,17,29,41,53,65,77,89,101,113,125,137,149,161,173,185,197,209,221,233,245,257,269,281
 
 say "done"

