@@ -123,8 +123,8 @@ const fs::path& world_programs(SynthFormat format, Mode mode, int world) {
 }
 
 std::string describe(const RunKey& k) {
-  return fmt::format("{} {} world {} prompt {} (length {}, seed {}) segment rows {}", format_name(k.format),
-                     mode_name(k.mode), k.world, k.prompt.name, k.prompt.length, k.prompt.seed,
+  return fmt::format("{} (seed {}) {} world {} prompt {} (length {}, seed {}) segment rows {}", format_name(k.format),
+                     kPackSeed, mode_name(k.mode), k.world, k.prompt.name, k.prompt.length, k.prompt.seed,
                      k.segment_rows == 0 ? tiny_settings(k.mode).prefill_rows[0] : k.segment_rows);
 }
 
@@ -169,8 +169,8 @@ const Logits& reference_logits(const RunKey& key) {
   Logits out;
   if (const reference::ReferenceModel* model = reference_model(key.format)) {
     auto logits = model->forward(ids, options);
-    if (!logits.is_ok()) ADD_FAILURE() << "reference forward for " << describe(key) << ": " << logits.status().message();
-    else out = std::move(logits).value();
+    if (logits.is_ok()) out = std::move(logits).value();
+    else ADD_FAILURE() << "reference forward for " << describe(key) << ": " << logits.status().message();
   }
   return s.references.emplace(text, std::move(out)).first->second;
 }

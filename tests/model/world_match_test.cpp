@@ -1,6 +1,7 @@
 // tests/model/world_match_test.cpp — worlds 2, 3 and 4 against world 1 at every step, with prompts that cross every attention limit.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -43,6 +44,10 @@ TEST(ModelWorlds, PromptsCrossEveryAttentionLimit) {
 TEST(ModelWorlds, WorldsTwoToFourMatchWorldOneInCheckMode) {
   for (SynthFormat format : {SynthFormat::Release, SynthFormat::BF16}) {
     for (const PromptCase& prompt : {kLongPrompt, kShortPrompt}) {
+      const auto length = static_cast<int64_t>(prompt.length);
+      std::printf("prompt %s crosses in its prefill: %s\n  and by its last step: %s\n", prompt.name,
+                  describe(crossings(tiny_config(), length)).c_str(),
+                  describe(crossings(tiny_config(), length + kMaxTokens - 1)).c_str());
       const RunKey one{format, Mode::Check, 1, prompt};
       const GenerateResult& base = generated(one);
       ASSERT_FALSE(base.logits.empty()) << describe(one);
@@ -50,9 +55,9 @@ TEST(ModelWorlds, WorldsTwoToFourMatchWorldOneInCheckMode) {
         const RunKey key{format, Mode::Check, world, prompt};
         const GenerateResult& run = generated(key);
         EXPECT_EQ(run.tokens, base.tokens) << describe(key) << " vs world 1";
-        const double worst =
-            expect_rows_close(run.logits, base.logits, 0, base.logits.size(), kCheckTolerance, describe(key) + " vs world 1");
-        std::printf("[measured] %s vs world 1: max |diff|/max|logit| %.3g over %zu rows\n", describe(key).c_str(), worst,
+        const std::string what = describe(key) + " vs world 1";
+        const double worst = expect_rows_close(run.logits, base.logits, 0, base.logits.size(), kCheckTolerance, what);
+        std::printf("[measured] %s: max |diff|/max|logit| %.3g over %zu rows\n", what.c_str(), worst,
                     base.logits.size());
       }
     }
@@ -74,7 +79,8 @@ TEST(ModelWorlds, Bf16WorldsAgreeWithWorldOne) {
       const GenerateResult& run = generated(key);
       ASSERT_EQ(run.logits.size(), base.logits.size()) << describe(key);
       const Bf16Agreement prompt_rows = bf16_agreement(run.logits, base.logits, 0, kLongPrompt.length);
-      const size_t same = std::mismatch(run.tokens.begin(), run.tokens.end(), base.tokens.begin()).first - run.tokens.begin();
+      const size_t same =
+          std::mismatch(run.tokens.begin(), run.tokens.end(), base.tokens.begin()).first - run.tokens.begin();
       std::printf("[measured] %s vs world 1 bf16: prompt rows %s; first %zu of %zu greedy tokens identical\n",
                   describe(key).c_str(), describe(prompt_rows).c_str(), same, run.tokens.size());
       expect_bf16_agreement(prompt_rows, describe(key) + " vs world 1 bf16, prompt rows");
