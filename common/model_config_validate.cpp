@@ -221,6 +221,7 @@ void check_dspark(Rules& r, const ModelConfig& c) {
 Status validate_model_config(ModelConfig& c, const std::string& prefix) {
   Rules r(prefix);
   check_sizes(r, c);
+  if (!r.status().is_ok()) return r.status();  // later rules do arithmetic on the sizes
   check_ratios(r, c);
   if (!r.status().is_ok()) return r.status();
   derive_roles(r, c);
