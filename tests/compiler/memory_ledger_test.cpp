@@ -69,7 +69,9 @@ TEST(MemoryLedger, RankLedgerAddsUpTheWeightsStateAndLargestArena) {
     EXPECT_EQ(m.limit, 0u) << "target none checks no limit";
     if (rank == 0) split_rank0 = m.weights_split;
     // Rank 2 holds 2 groups, 1 expert block and 3 vocabulary blocks against rank 0's 3, 2 and 4.
-    if (rank == 2) EXPECT_LT(m.weights_split, split_rank0);
+    if (rank == 2) {
+      EXPECT_LT(m.weights_split, split_rank0);
+    }
   }
 }
 
