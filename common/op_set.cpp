@@ -25,7 +25,7 @@ std::vector<OpSpec> build_specs() {
        {{"x", S}, {"fn", W}, {"base", W}, {"scale", W}, {"eps", F}, {"hc_eps", F}, {"out", S}}},
       {"hc_collapse_norm", {"hidden", "streams"}, {{"x", S}, {"mix", S}, {"norm", W}, {"eps", F}, {"out", S}}},
       {"hc_post", {"hidden", "streams"}, {{"x", S}, {"sub", S}, {"mix", S}, {"out", S}}},
-      {"linear", {"in", "out"}, {{"x", S}, {"w", W}, {"out", S}}},
+      {"linear", {"in_features", "out_features"}, {{"x", S}, {"w", W}, {"out", S}}},
       {"grouped_linear", {"groups", "in_per_group", "out_per_group"}, {{"x", S}, {"w", W}, {"out", S}}},
       {"rmsnorm", {"width"}, {{"x", S}, {"w", W}, {"eps", F}, {"out", S}}},
       {"rope", {"heads", "head_dim", "rope_dim", "inverse"}, with_rope({{"statics", SX}, {"x", S}, {"out", S}})},

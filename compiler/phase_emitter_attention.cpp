@@ -29,19 +29,19 @@ void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
   const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
   const int qa = buffer("q.lora.raw", DType::F32, {c.q_lora_rank}), qr = buffer("q.lora", DType::BF16, {c.q_lora_rank});
-  add(CallBuilder("linear").k("in", c.hidden_size).k("out", c.q_lora_rank).scratch("x", xn)
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.q_lora_rank).scratch("x", xn)
           .weight("w", weight(p + "attn.wq_a.weight")).scratch("out", qa));
   add(CallBuilder("rmsnorm").k("width", c.q_lora_rank).scratch("x", qa).weight("w", weight(p + "attn.q_norm.weight"))
           .real("eps", c.rms_norm_eps).scratch("out", qr));
   const int qb = buffer("q.heads.bf16", DType::BF16, {width}), q = buffer("q.heads", DType::F32, {width});
-  add(CallBuilder("linear").k("in", c.q_lora_rank).k("out", width).scratch("x", qr)
+  add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", qr)
           .weight("w", weight(p + "attn.wq_b.weight")).scratch("out", qb));
   CallBuilder rope_q("rope");
   rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
       .scratch("x", qb).scratch("out", q);
   add(with_rope(rope_q, layer));
   const int kva = buffer("kv.raw", DType::F32, {c.head_dim}), kv = buffer("kv", DType::BF16, {c.head_dim});
-  add(CallBuilder("linear").k("in", c.hidden_size).k("out", c.head_dim).scratch("x", xn)
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", xn)
           .weight("w", weight(p + "attn.wkv.weight")).scratch("out", kva));
   add(CallBuilder("rmsnorm").k("width", c.head_dim).scratch("x", kva).weight("w", weight(p + "attn.kv_norm.weight"))
           .real("eps", c.rms_norm_eps).scratch("out", kv));
@@ -56,14 +56,14 @@ void PhaseEmitter::emit_compressor(const std::string& p, int layer) {
   const LayerRole& role = c.layers[layer];
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
   const int raw = buffer("compress.raw", DType::F32, {c.head_dim});
-  add(CallBuilder("linear").k("in", c.hidden_size).k("out", c.head_dim).scratch("x", xn)
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", xn)
           .weight("w", weight(p + "attn.compressor.wkv.weight")).scratch("out", raw));
   CallBuilder b("compress");
   b.k("ratio", role.ratio).k("head_dim", c.head_dim).k("index_head_dim", c.index_head_dim)
       .k("rope_dim", c.qk_rope_head_dim).statics().scratch("raw", raw);
   if (role.ratio >= 2) {
     const int gate = buffer("compress.gate", DType::F32, {c.head_dim});
-    add(CallBuilder("linear").k("in", c.hidden_size).k("out", c.head_dim).scratch("x", xn)
+    add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", xn)
             .weight("w", weight(p + "attn.compressor.wgate.weight")).scratch("out", gate));
     b.scratch("gate", gate);
   }
@@ -80,14 +80,14 @@ void PhaseEmitter::emit_indexer(const std::string& p, int layer) {
   const LayerRole& role = c.layers[layer];
   const int64_t width = c.index_n_heads * c.index_head_dim;
   const int iqb = buffer("index.q.bf16", DType::BF16, {width}), iq = buffer("index.q", DType::F32, {width});
-  add(CallBuilder("linear").k("in", c.q_lora_rank).k("out", width).scratch("x", buffer("q.lora", DType::BF16, {c.q_lora_rank}))
+  add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", buffer("q.lora", DType::BF16, {c.q_lora_rank}))
           .weight("w", weight(p + "attn.indexer.wq_b.weight")).scratch("out", iqb));
   CallBuilder rope("rope");
   rope.k("heads", c.index_n_heads).k("head_dim", c.index_head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0)
       .statics().scratch("x", iqb).scratch("out", iq);
   add(with_rope(rope, layer));
   const int iw = buffer("index.weights", DType::F32, {c.index_n_heads});
-  add(CallBuilder("linear").k("in", c.hidden_size).k("out", c.index_n_heads)
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.index_n_heads)
           .scratch("x", buffer("x.norm", DType::BF16, {c.hidden_size}))
           .weight("w", weight(p + "attn.indexer.weights_proj.weight")).scratch("out", iw));
   const int mode = role.candidate_source ? 1 : role.candidate_masked ? 2 : 0;
@@ -127,7 +127,7 @@ void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
   add(CallBuilder("grouped_linear").k("groups", groups).k("in_per_group", c.group_width).k("out_per_group", c.o_lora_rank)
           .scratch("x", out).weight("w", weight(p + "attn.wo_a.weight")).scratch("out", z));
   const int partial = buffer("partial", DType::F32, {c.hidden_size});
-  add(CallBuilder("linear").k("in", groups * c.o_lora_rank).k("out", c.hidden_size).scratch("x", z)
+  add(CallBuilder("linear").k("in_features", groups * c.o_lora_rank).k("out_features", c.hidden_size).scratch("x", z)
           .weight("w", weight(p + "attn.wo_b.weight")).scratch("out", partial));
   add(CallBuilder("exchange_sum").k("width", c.hidden_size).scratch("x", partial)
           .scratch("out", buffer("sub", DType::BF16, {c.hidden_size})));

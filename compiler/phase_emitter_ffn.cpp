@@ -52,7 +52,7 @@ void PhaseEmitter::emit_head() {
           .scratch("mix", buffer("mix.ffn", DType::F32, {c.mix_hc})).weight("norm", weight("norm.weight"))
           .real("eps", c.rms_norm_eps).scratch("out", xn));
   const int local = buffer("logits.local", DType::F32, {vocab});
-  add(CallBuilder("linear").k("in", c.hidden_size).k("out", vocab).scratch("x", xn).weight("w", weight("head.weight"))
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", vocab).scratch("x", xn).weight("w", weight("head.weight"))
           .scratch("out", local));
   add(CallBuilder("exchange_gather").k("width", vocab).scratch("x", local).integers("widths", in_.vocab_widths)
           .scratch("out", buffer("logits", DType::F32, {c.vocab_size})));

@@ -35,11 +35,11 @@ void product(const StaticsView& st, const std::vector<float>& x, int64_t x_width
 }  // namespace
 
 Status op_linear(const OpContext& ctx) {
-  DSV41_TRY(check_constant(ctx, "in", 1, kMaxDim));
-  DSV41_TRY(check_constant(ctx, "out", 1, kMaxDim));
+  DSV41_TRY(check_constant(ctx, "in_features", 1, kMaxDim));
+  DSV41_TRY(check_constant(ctx, "out_features", 1, kMaxDim));
   DSV41_TRY(check_statics(ctx));
   const StaticsView& st = ctx.statics();
-  const int64_t in = ctx.constant("in"), outs = ctx.constant("out"), rows = st.rows;
+  const int64_t in = ctx.constant("in_features"), outs = ctx.constant("out_features"), rows = st.rows;
   DSV41_ASSIGN_OR_RETURN(TensorView x, scratch_arg(ctx, "x", Want::AnyFloat, rows * in));
   DSV41_ASSIGN_OR_RETURN(const float* w, weight_arg(ctx, "w", outs * in));
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::AnyFloat, rows * outs));

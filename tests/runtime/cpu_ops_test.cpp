@@ -210,7 +210,7 @@ TEST(CpuOps, LinearAndGroupedLinearMatchDirectProducts) {
   std::mt19937 rng(4);
   const std::vector<float> x = random_values(rng, rows * in, -1, 1, true), w = random_values(rng, outs * in);
   for (DType out_dtype : {DType::F32, DType::BF16}) {
-    FakeContext ctx("linear", {{"in", in}, {"out", outs}});
+    FakeContext ctx("linear", {{"in_features", in}, {"out_features", outs}});
     ctx.set_rows(sequence_rows(rows - 1, 0, 1));
     fill(ctx.add_scratch("x", DType::BF16, {rows, in}), x);
     ctx.add_weight("w", {outs, in}, w);
@@ -488,7 +488,7 @@ TEST(CpuOps, ARankWithoutExpertColumnsAddsNothing) {
 }
 
 TEST(CpuOps, MalformedCallsAreRefusedWithTheirSizes) {
-  FakeContext ctx("linear", {{"in", 8}, {"out", 4}});
+  FakeContext ctx("linear", {{"in_features", 8}, {"out_features", 4}});
   ctx.set_rows(sequence_rows(2, 0));
   ctx.add_scratch("x", DType::F32, {2, 7});
   ctx.add_weight("w", {4, 8}, std::vector<float>(32, 1.0f));
@@ -498,7 +498,7 @@ TEST(CpuOps, MalformedCallsAreRefusedWithTheirSizes) {
   EXPECT_NE(s.message().find("linear"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("x has shape [2, 7]"), std::string::npos) << s.message();
 
-  FakeContext weight("linear", {{"in", 8}, {"out", 4}});
+  FakeContext weight("linear", {{"in_features", 8}, {"out_features", 4}});
   weight.set_rows(sequence_rows(2, 0));
   weight.add_scratch("x", DType::F32, {2, 8});
   weight.add_weight("w", {4, 7}, std::vector<float>(28, 1.0f));

@@ -129,7 +129,7 @@ TEST(CpuSession, RunsHandBuiltCallsOverTheArena) {
   const int64_t in = config.q_lora_rank, out = config.num_attention_heads * config.head_dim;
   Call linear;
   linear.op = "linear";
-  linear.constants = {{"in", in}, {"out", out}};
+  linear.constants = {{"in_features", in}, {"out_features", out}};
   linear.args = {{"x", ArgKind::Scratch, {0}, 0.0}, {"w", ArgKind::Weight, {index}, 0.0}, {"out", ArgKind::Scratch, {1}, 0.0}};
   Call missing;
   missing.op = "no_such_op";

@@ -1,0 +1,25 @@
+// common/kernel_launch_ops.h — private to kernel_launch*.cpp: one launch function per op, and helpers.
+#pragma once
+
+#include "common/kernel_launch.h"
+
+namespace dsv41 {
+
+// ceil(a / b) for a >= 0, b > 0.
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The dtype of a buffer argument (Scratch or State), or an error naming the op and the argument.
+Result<DType> arg_dtype(const Call& call, const CallEnv& env, const std::string& arg);
+// The first dimension of a weight or state argument (a table's rows, a cache's capacity).
+Result<int64_t> arg_rows(const Call& call, const CallEnv& env, const std::string& arg);
+
+#define DSV41_LAUNCH_OPS(X)                                                                          \
+  X(embed) X(hc_pre_init) X(hc_mix) X(hc_collapse_norm) X(hc_post) X(linear) X(grouped_linear)       \
+  X(rmsnorm) X(rope) X(compress) X(index_select) X(sparse_attention) X(window_store) X(exchange_sum) \
+  X(exchange_gather) X(router) X(moe_experts) X(shared_expert)
+
+#define DSV41_DECLARE_LAUNCH(op) Result<LaunchDims> launch_##op(const Call& call, const CallEnv& env);
+DSV41_LAUNCH_OPS(DSV41_DECLARE_LAUNCH)
+#undef DSV41_DECLARE_LAUNCH
+
+}  // namespace dsv41

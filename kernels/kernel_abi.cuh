@@ -1,0 +1,129 @@
+// kernels/kernel_abi.cuh — what every kernel shares: the parameter types that form the kernel contract,
+// dtype codes, bf16 loads and stores, the error word, and block reductions.
+//
+// Compiled only by NVRTC (the compiler embeds kernels/ and hands NVRTC one variant at a time), and
+// parsed by tools/kernel_contract (libclang) with DSV41_CONTRACT_SCAN defined: that scan reads each
+// entry's template parameters and parameter list (docs/kernels.md), so the typedef names below are
+// the contract's vocabulary and must not be spelled differently in an entry.
+#pragma once
+
+#ifdef DSV41_CONTRACT_SCAN
+// Host-only parse: the declarations matter, bodies may be approximate.
+#define __device__
+#define __global__
+#define __shared__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+struct dsv41k_dim3 { unsigned x, y, z; };
+extern dsv41k_dim3 threadIdx, blockIdx, blockDim, gridDim;
+#endif
+
+namespace dsv41k {
+
+// ---- parameter types: the contract (common/kernel_contract.h maps each to what the runtime passes) ----
+typedef long long Rows;                // the phase's row count R (every buffer argument is [R, ...])
+typedef long long Int;                 // a call's Int argument, a call constant passed at run time, or
+                                       // <arg>_rows: the first dimension of a weight or state argument
+typedef float Real;                    // a call's Float argument
+typedef const int* Statics;            // int32 [R, 4]: token, slot, position, first row
+typedef void* Scratch;                 // a scratch buffer; its dtype is the template parameter dtype_<name>
+struct State {                         // a per-slot state buffer: slot s's copy is at base + s * slot_stride
+  char* base;
+  long long slot_stride;
+};
+typedef const float* Weight;           // fp32, the rank's local shape
+typedef const float* const* WeightList;  // device array of weight pointers (e.g. every expert's w1)
+typedef const long long* IntList;      // device array of run-time integers
+typedef int* Errors;                   // this call's error word (0: fine); see report_error
+
+// ---- dtype codes of template parameters named dtype_<arg> ----
+enum : int { DT_F32 = 0, DT_BF16 = 1, DT_I32 = 2 };
+
+// Error codes a kernel reports instead of touching memory out of bounds (the runtime names the call).
+enum : int {
+  ERR_TOKEN = 1,       // a token outside the embedding table
+  ERR_EXPERT = 2,      // an expert id outside [0, E)
+  ERR_CAPACITY = 3,    // a cache entry beyond the state buffer's rows
+  ERR_SELECTION = 4,   // a selected entry or candidate block out of range
+  ERR_STATICS = 5,     // inconsistent statics (first row, slot, positions)
+};
+
+#ifndef DSV41_CONTRACT_SCAN
+
+__device__ __forceinline__ void report_error(Errors errors, int code) {
+  if (errors) atomicCAS(errors, 0, code);
+}
+
+__device__ __forceinline__ float bf16_bits_to_float(unsigned short b) {
+  return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
+// Round to nearest even, NaN kept quiet: the same bits as common/numeric_formats.cpp's f32_to_bf16.
+__device__ __forceinline__ unsigned short float_to_bf16_bits(float v) {
+  unsigned b = __float_as_uint(v);
+  if (v != v) return static_cast<unsigned short>((b >> 16) | 0x40);
+  b += 0x7FFFu + ((b >> 16) & 1u);
+  return static_cast<unsigned short>(b >> 16);
+}
+__device__ __forceinline__ float bf16_round(float v) { return bf16_bits_to_float(float_to_bf16_bits(v)); }
+
+// Element i of a float buffer of dtype DT (F32 or BF16) as fp32.
+template <int DT>
+__device__ __forceinline__ float load(const void* p, long long i) {
+  static_assert(DT == DT_F32 || DT == DT_BF16, "float buffers are F32 or BF16");
+  if constexpr (DT == DT_F32) return static_cast<const float*>(p)[i];
+  else return bf16_bits_to_float(static_cast<const unsigned short*>(p)[i]);
+}
+// Stores v; a BF16 buffer rounds (docs/ops.md: the output dtype decides the rounding).
+template <int DT>
+__device__ __forceinline__ void store(void* p, long long i, float v) {
+  static_assert(DT == DT_F32 || DT == DT_BF16, "float buffers are F32 or BF16");
+  if constexpr (DT == DT_F32) static_cast<float*>(p)[i] = v;
+  else static_cast<unsigned short*>(p)[i] = float_to_bf16_bits(v);
+}
+// b(v) applied exactly when the op's activations are BF16 (a rounding point that is not a store).
+template <int DT>
+__device__ __forceinline__ float round_as(float v) {
+  if constexpr (DT == DT_BF16) return bf16_round(v);
+  else return v;
+}
+
+__device__ __forceinline__ char* slot_base(const State& s, int slot) { return s.base + slot * s.slot_stride; }
+
+// Statics of row r.
+__device__ __forceinline__ int row_token(Statics s, long long r) { return s[r * 4 + 0]; }
+__device__ __forceinline__ int row_slot(Statics s, long long r) { return s[r * 4 + 1]; }
+__device__ __forceinline__ int row_position(Statics s, long long r) { return s[r * 4 + 2]; }
+__device__ __forceinline__ int row_first(Statics s, long long r) { return s[r * 4 + 3]; }
+
+// Block-wide sum / max of one value per thread; every thread gets the result. `scratch` holds 32
+// floats of shared memory; blockDim.x is a multiple of 32, at most 1024.
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : -__int_as_float(0x7f800000);
+  return warp_max(v);
+}
+
+#endif  // DSV41_CONTRACT_SCAN
+
+}  // namespace dsv41k
