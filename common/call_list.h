@@ -42,10 +42,19 @@ struct Constant {
   int64_t value = 0;
 };
 
+// How a call launches its kernel: chosen and bound-checked at plan time (compiler/kernel_plan.h).
+struct KernelLaunch {
+  int32_t variant = -1;  // index into the rank's kernels; -1: not bound (--target none)
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block = 0;
+  int64_t dynamic_shared = 0;
+};
+
 struct Call {
   std::string op;
   std::vector<Constant> constants;
   std::vector<Arg> args;
+  KernelLaunch launch;
   int64_t constant(const std::string& name) const;  // aborts when absent: the emitter always sets them
   const Arg& arg(const std::string& name) const;
   const Arg* find_arg(const std::string& name) const;  // nullptr when an optional argument is absent

@@ -73,6 +73,14 @@ Result<Call> read_call(const fb::Call* c) {
     for (const fb::Arg* a : *c->args())
       call.args.push_back({a->name() ? a->name()->str() : std::string(), static_cast<ArgKind>(a->kind()),
                            longs(a->ints()), a->real()});
+  call.launch.variant = c->variant();
+  const std::vector<int64_t> grid = longs(c->grid());
+  if (!grid.empty()) {
+    if (grid.size() != 3) return Status::errorf("op {}: grid has {} dimensions, expected 3", call.op, grid.size());
+    for (int i = 0; i < 3; ++i) call.launch.grid[i] = grid[i];
+  }
+  call.launch.block = c->block();
+  call.launch.dynamic_shared = c->dynamic_shared();
   DSV41_TRY(check_call_shape(call));
   return call;
 }
@@ -124,7 +132,10 @@ Offset<flatbuffers::Vector<Offset<fb::Phase>>> write_phases(FlatBufferBuilder& b
       std::vector<Offset<fb::Arg>> args;
       for (const Arg& a : call.args)
         args.push_back(fb::CreateArg(b, b.CreateSharedString(a.name), static_cast<fb::ArgKind>(a.kind), b.CreateVector(a.ints), a.real));
-      calls.push_back(fb::CreateCall(b, b.CreateSharedString(call.op), b.CreateVector(constants), b.CreateVector(args)));
+      const KernelLaunch& l = call.launch;
+      calls.push_back(fb::CreateCall(b, b.CreateSharedString(call.op), b.CreateVector(constants), b.CreateVector(args),
+                                     l.variant, b.CreateVector(std::vector<int64_t>(l.grid, l.grid + 3)), l.block,
+                                     l.dynamic_shared));
     }
     const auto buffers = write_buffers(b, phase.buffers);
     out.push_back(fb::CreatePhase(b, b.CreateSharedString(phase.name), static_cast<fb::PhaseKind>(phase.kind), phase.rows,

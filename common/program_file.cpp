@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "common/model_config.h"
+#include "common/kernel_contract.h"
+#include "common/kernel_launch.h"
 #include "common/program_calls.h"
 
 namespace dsv41 {
@@ -73,6 +75,39 @@ Status check_weights(const fb::Program& p) {
   return Status::ok();
 }
 
+// Kernels (format 3): every call's variant, grid and block within bounds; the contract must be this
+// build's, or the runtime would marshal parameters for other signatures.
+Status check_kernels(const fb::Program& p, const CallLists& calls) {
+  const int64_t count = p.kernels() ? static_cast<int64_t>(p.kernels()->size()) : 0;
+  if (count > 0 && p.contract_digest() != contract_digest())
+    return Status::errorf("kernel contract {:016x}, this build has {:016x}: the program was planned with other "
+                          "kernels; re-plan it with this dsv41c",
+                          p.contract_digest(), contract_digest());
+  for (int64_t k = 0; k < count; ++k) {
+    const fb::Kernel* kernel = p.kernels()->Get(static_cast<flatbuffers::uoffset_t>(k));
+    if (!kernel->key() || !kernel->entry() || !kernel->arch())
+      return Status::errorf("kernels[{}]: key, entry or arch missing", k);
+    if (kernel->threads() < 1 || kernel->threads() > kMaxBlockThreads)
+      return Status::errorf("kernel {}: {} threads, outside 1..{}", kernel->key()->str(), kernel->threads(), kMaxBlockThreads);
+  }
+  for (const Phase& phase : calls.phases)
+    for (const Call& call : phase.calls) {
+      const KernelLaunch& l = call.launch;
+      if (l.variant < -1 || l.variant >= count || (count > 0 && l.variant < 0))
+        return Status::errorf("phase {}: op {}: kernel index {} outside 0..{}", phase.name, call.op, l.variant, count - 1);
+      if (l.variant < 0) continue;
+      const fb::Kernel* kernel = p.kernels()->Get(static_cast<flatbuffers::uoffset_t>(l.variant));
+      const bool grid_ok = l.grid[0] >= 1 && l.grid[0] <= kMaxGridX && l.grid[1] >= 1 && l.grid[1] <= kMaxGridYZ &&
+                           l.grid[2] >= 1 && l.grid[2] <= kMaxGridYZ;
+      if (!grid_ok || l.block != kernel->threads() || l.dynamic_shared < 0)
+        return Status::errorf("phase {}: op {}: launch grid [{}, {}, {}] x {} threads ({} shared bytes) is malformed for "
+                              "kernel {}",
+                              phase.name, call.op, l.grid[0], l.grid[1], l.grid[2], l.block, l.dynamic_shared,
+                              kernel->key()->str());
+    }
+  return Status::ok();
+}
+
 Status check_program(const fb::Program& p) {
   if (p.format_version() != kProgramFormatVersion)
     return Status::errorf("program format version {}, this build reads version {}; re-plan it with this dsv41c",
@@ -93,7 +128,8 @@ Status check_program(const fb::Program& p) {
   DSV41_TRY(check_share(p, *config));
   DSV41_TRY(check_weights(p));
   auto calls = read_call_lists(p);  // checks every call against the op set and its bounds
-  return calls.status();
+  if (!calls.is_ok()) return calls.status();
+  return check_kernels(p, *calls);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 namespace dsv41 {
 
 // Bump on any change old readers cannot take; the loader refuses other versions by name.
-constexpr uint32_t kProgramFormatVersion = 2;  // 2: call lists (phases, buffers, state)
+constexpr uint32_t kProgramFormatVersion = 3;  // 2: call lists (phases, buffers, state); 3: kernels
 constexpr const char* kProgramFileIdentifier = "DSV4";
 
 class ProgramFile {

@@ -48,6 +48,17 @@ std::vector<uint8_t> build_program(const ModelInputs& inputs, const PlanOptions&
   const auto weights = b.CreateVector(tensors);
   const auto state_buffers = write_buffers(b, plan.calls.state_buffers);
   const auto phases = write_phases(b, plan.calls.phases);
+  std::vector<Offset<fb::Kernel>> kernels;
+  for (size_t i = 0; i < plan.kernels.variants.size(); ++i) {
+    const PlannedVariant& v = plan.kernels.variants[i];
+    const CompiledKernel* compiled = i < plan.compiled.size() ? &plan.compiled[i] : nullptr;
+    const KernelResources r = compiled ? compiled->resources : KernelResources{};
+    kernels.push_back(fb::CreateKernel(b, b.CreateString(v.variant.key), b.CreateString(v.variant.entry),
+                                       b.CreateString(v.variant.arch), v.threads, r.registers, r.static_shared,
+                                       r.local_bytes, v.launches,
+                                       b.CreateVector(compiled ? compiled->cubin : std::vector<uint8_t>{})));
+  }
+  const auto kernels_vec = b.CreateVector(kernels);
   const MemoryLedger& m = plan.ledger;
   const auto ledger = fb::CreateMemoryLedger(b, m.weights_replicated, m.weights_split, m.weights_host,
                                              m.state_per_slot, m.state, m.activations, m.total, m.limit);
@@ -68,6 +79,8 @@ std::vector<uint8_t> build_program(const ModelInputs& inputs, const PlanOptions&
   program.add_state_buffers(state_buffers);
   program.add_state_bytes_per_slot(plan.calls.state_bytes_per_slot);
   program.add_phases(phases);
+  program.add_kernels(kernels_vec);
+  program.add_contract_digest(contract_digest());
   b.Finish(program.Finish(), kProgramFileIdentifier);
   return {b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize()};
 }

@@ -1,6 +1,7 @@
 // compiler/rank_planner.cpp — one rank's plan, refused with the failing bound before any GPU is touched.
 #include "compiler/rank_planner.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -59,6 +60,57 @@ uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options)
   return h.digest();
 }
 
+namespace {
+
+// NVRTC for every variant of the rank, then each checked against the target's limits.
+Result<std::vector<CompiledKernel>> compile_rank_kernels(const KernelPlan& kernels, const PlanOptions& options) {
+  std::vector<KernelJob> jobs;
+  for (const PlannedVariant& v : kernels.variants) jobs.push_back({v.variant, v.threads});
+  DSV41_ASSIGN_OR_RETURN(std::vector<CompiledKernel> compiled, build_kernels(jobs, options.build));
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    DSV41_TRY(check_resources(compiled[i], options.target));
+    const int64_t shared = compiled[i].resources.static_shared + kernels.variants[i].max_dynamic_shared;
+    const int64_t limit = options.target.shared_memory_per_block;
+    if (limit > 0 && shared > limit)
+      return Status::errorf("kernel {}: shared memory {} bytes ({} static + {} dynamic) exceeds target {}'s {} per block",
+                            compiled[i].variant.key, shared, compiled[i].resources.static_shared,
+                            kernels.variants[i].max_dynamic_shared, options.target.name, limit);
+  }
+  return compiled;
+}
+
+}  // namespace
+
+Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& options,
+                                        std::vector<std::string>* warnings) {
+  DSV41_TRY(check_settings(inputs.config, options.settings));
+  ServingSettings settled = options.settings;
+  std::vector<int64_t> dropped;
+  for (int rank = 0; rank < options.world; ++rank) {
+    DSV41_ASSIGN_OR_RETURN(RankShare share, plan_share(inputs.config, options.world, rank));
+    const WeightPlan weights = slice_weights(inputs.match, inputs.pack, share);
+    CallLists calls = emit_call_lists(inputs.config, share, weights, options.settings);
+    DSV41_ASSIGN_OR_RETURN(KernelPlan kernels, plan_kernels(calls, weights, options.target, rank));
+    for (const PhaseRefusal& r : kernels.refusals) {
+      const Phase& phase = calls.phases[r.phase];
+      const bool optional = phase.kind == PhaseKind::Prefill && phase.rows != options.settings.prefill_rows.front();
+      if (!optional)
+        return Status::errorf("{}; {} cannot be served on target {}", r.message,
+                              phase.kind == PhaseKind::Decode ? fmt::format("decode bucket {}", phase.rows)
+                                                              : fmt::format("the default prefill segment {}", phase.rows),
+                              options.target.name);
+      if (std::find(dropped.begin(), dropped.end(), phase.rows) == dropped.end()) {
+        dropped.push_back(phase.rows);
+        warnings->push_back(fmt::format("--prefill-rows {} dropped: {}", phase.rows, r.message));
+      }
+    }
+  }
+  std::erase_if(settled.prefill_rows, [&](int64_t rows) {
+    return std::find(dropped.begin(), dropped.end(), rows) != dropped.end();
+  });
+  return settled;
+}
+
 Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options, int rank) {
   DSV41_TRY(check_settings(inputs.config, options.settings));
   RankPlan plan;
@@ -66,6 +118,10 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options
   plan.weights = slice_weights(inputs.match, inputs.pack, plan.share);
   const uint64_t limit = options.memory_limit ? options.memory_limit : options.target.device_memory;
   plan.calls = emit_call_lists(inputs.config, plan.share, plan.weights, options.settings);
+  DSV41_ASSIGN_OR_RETURN(plan.kernels, plan_kernels(plan.calls, plan.weights, options.target, rank));
+  if (!plan.kernels.refusals.empty())
+    return Status::errorf("{} (dsv41c plan settles the settings first and drops optional prefill sizes that do not fit)",
+                          plan.kernels.refusals.front().message);
   uint64_t arena = 0;
   for (const Phase& phase : plan.calls.phases)
     arena = std::max<uint64_t>(arena, phase.arena_bytes + phase.rows * kStaticsFields * sizeof(int32_t));
@@ -73,6 +129,9 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options
   const std::string limit_source =
       options.memory_limit ? "--memory-gib" : fmt::format("target {} device memory", options.target.name);
   DSV41_TRY(check_fits(plan.ledger, plan.share, limit_source));
+  if (!options.target.arch.empty()) {
+    DSV41_ASSIGN_OR_RETURN(plan.compiled, compile_rank_kernels(plan.kernels, options));
+  }
   plan.program = build_program(inputs, options, plan);
   return plan;
 }

@@ -8,6 +8,8 @@
 #include "common/model_config.h"
 #include "common/pack_index.h"
 #include "common/program_calls.h"
+#include "compiler/kernel_build.h"
+#include "compiler/kernel_plan.h"
 #include "compiler/memory_ledger.h"
 #include "compiler/targets.h"
 #include "compiler/weight_plan.h"
@@ -28,6 +30,7 @@ struct PlanOptions {
   Target target;
   ServingSettings settings;
   uint64_t memory_limit = 0;  // bytes; 0 takes the target's device memory
+  BuildOptions build;         // NVRTC: cache folder, parallel jobs, progress (targets with an arch)
 };
 
 struct RankPlan {
@@ -35,8 +38,17 @@ struct RankPlan {
   WeightPlan weights;
   CallLists calls;
   MemoryLedger ledger;
-  std::vector<uint8_t> program;  // the flatbuffer bytes
+  KernelPlan kernels;                  // the variants the phases launch
+  std::vector<CompiledKernel> compiled;  // their cubins, in kernels.variants order (empty for --target none)
+  std::vector<uint8_t> program;        // the flatbuffer bytes
 };
+
+// Settles the serving settings every rank of the world can launch: each rank's phases are bound to
+// their kernels and checked against the target. A decode bucket or the default (first) prefill size
+// that breaks a bound on any rank is an error naming the rank, phase, op and bound; an optional
+// prefill size that does is dropped, with a warning in `warnings`. Header-only: no NVRTC.
+Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& options,
+                                        std::vector<std::string>* warnings);
 
 // Refuses settings that cannot be served (context, slots, row counts), naming the flag.
 Status check_settings(const ModelConfig& config, const ServingSettings& settings);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/regen_goldens.sh — the only writer of fixtures/golden/: call-list fingerprints of the release
-# header-only pack at worlds 1-4 (every rank). Run it when an emitter change is intended, and review
-# the diff: every changed line is a phase whose calls changed.
+# header-only pack at worlds 1-4 (every rank), and the kernel variants each rank needs
+# (aot-needs-release-w{1..4}.json, target h200). Run it when an emitter or kernel-signature change is
+# intended, and review the diff: every changed line is a phase whose calls, or a variant whose key, changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${DSV41_BUILD_DIR:-build}
@@ -24,3 +25,7 @@ out=fixtures/golden/fingerprints-release.txt
   done
 } > "$out"
 echo "wrote $out ($(grep -vc '^#' "$out") phases)"
+for world in 1 2 3 4; do
+  "$dsv41c" aot-needs "$work/pack" --world "$world" --target h200 --json > "fixtures/golden/aot-needs-release-w$world.json"
+done
+echo "wrote fixtures/golden/aot-needs-release-w{1..4}.json"

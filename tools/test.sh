@@ -12,6 +12,11 @@ build_dir=${DSV41_BUILD_DIR:-build}
 asan_dir=${DSV41_ASAN_BUILD_DIR:-${build_dir}-asan}
 test_jobs=${DSV41_TEST_JOBS:-$(nproc)}
 
+# One NVRTC kernel cache for both passes: the plain pass compiles every variant the tests plan (the
+# tiny fixture at worlds 1-4, the release at world 4, for h200); the sanitizer pass reuses the cubins.
+[[ $build_dir == /* ]] && cache_root=$build_dir || cache_root=$PWD/$build_dir
+export DSV41_CACHE=${DSV41_CACHE:-$cache_root/kernel-cache}
+
 # Fail on the first sanitizer report, with a stack, so ctest shows where it happened.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -17,5 +17,6 @@ Runner add_plan_command(CLI::App& app);
 Runner add_inspect_command(CLI::App& app);
 Runner add_synth_pack_command(CLI::App& app);
 Runner add_fingerprints_command(CLI::App& app);
+Runner add_aot_needs_command(CLI::App& app);
 
 }  // namespace dsv41::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add(dsv41::cli::add_inspect_command);
   add(dsv41::cli::add_synth_pack_command);
   add(dsv41::cli::add_fingerprints_command);
+  add(dsv41::cli::add_aot_needs_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

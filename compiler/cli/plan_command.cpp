@@ -1,4 +1,6 @@
 // compiler/cli/plan_command.cpp — `dsv41c plan MODEL_DIR --world W --rank N|all`: write rank{N}.fb for each rank.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -17,6 +19,8 @@ struct PlanFlags {
   double memory_gib = 0;
   bool quiet = false;
   std::string activations = "bf16";
+  std::string cache;
+  int jobs = 0;
   ServingSettings settings;
 };
 
@@ -46,6 +50,12 @@ Status run_plan(const PlanFlags& f) {
   DSV41_ASSIGN_OR_RETURN(std::vector<int> ranks, ranks_of(f.rank, f.world));
   DSV41_ASSIGN_OR_RETURN(ModelInputs inputs, ModelInputs::read(f.model_dir));
   DSV41_TRY(check_world(inputs.config, f.world));
+  std::vector<std::string> warnings;
+  DSV41_ASSIGN_OR_RETURN(options.settings, settle_settings(inputs, options, &warnings));
+  for (const std::string& w : warnings) std::fprintf(stderr, "dsv41c: warning: %s\n", w.c_str());
+  options.build.cache_dir = default_cache_dir(f.cache);
+  options.build.jobs = f.jobs;
+  options.build.progress = !f.quiet && isatty(fileno(stderr));
   std::error_code ec;
   std::filesystem::create_directories(f.out, ec);
   if (ec) return Status::errorf("--out {}: cannot create the folder: {}", f.out, ec.message());
@@ -67,7 +77,10 @@ Runner add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Plan ranks of a world and write DIR/rank{N}.fb for each.\n"
               "Reads config.json and the safetensors headers only; refuses, with the failing bound,\n"
-              "a world, a tensor or a memory total that cannot be served.");
+              "a world, a tensor, a kernel launch or a memory total that cannot be served. With a GPU\n"
+              "--target, compiles every kernel variant the rank launches with NVRTC into the program\n"
+              "(cached, so a re-plan is fast). Optional prefill sizes that do not fit are dropped\n"
+              "with a warning; the default (first) one must fit on every rank.");
   cmd->add_option("MODEL_DIR", f->model_dir, "folder with config.json and *.safetensors (+ index)")->required();
   cmd->add_option("--world", f->world, "number of ranks (1 .. o_groups)")->required();
   cmd->add_option("--rank", f->rank, "a rank number or \"all\"")->capture_default_str();
@@ -86,6 +99,8 @@ Runner add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--target", f->target, "GPU target: " + target_names() + " (none: no cubins, no memory check)")
       ->capture_default_str();
+  cmd->add_option("--cache", f->cache, "kernel cache folder (default: $DSV41_CACHE, else ~/.cache/dsv41)");
+  cmd->add_option("--jobs", f->jobs, "parallel NVRTC compiles (default: every hardware thread)");
   cmd->add_option("--memory-gib", f->memory_gib, "device memory limit per rank in GiB (default: the target's)");
   cmd->add_flag("--quiet", f->quiet, "print nothing on success");
   return [f]() { return run_plan(*f); };

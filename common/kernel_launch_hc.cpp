@@ -1,0 +1,51 @@
+// common/kernel_launch_hc.cpp — launches of the embedding and hyper-connection ops (embed, hc_pre_init,
+// hc_mix, hc_collapse_norm, hc_post); the grids match the comments atop their kernels/<op>.cuh.
+#include "common/kernel_launch_ops.h"
+
+namespace dsv41 {
+
+Result<LaunchDims> launch_embed(const Call& call, const CallEnv& env) {
+  constexpr int64_t kThreads = 256;  // kernels/embed.cuh: one thread per column, every stream
+  LaunchDims d;
+  d.block = kThreads;
+  d.grid[0] = env.rows;
+  d.grid[1] = ceil_div(call.constant("hidden"), kThreads);
+  return d;
+}
+
+Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
+  constexpr int64_t kThreads = 256;  // kernels/hc_pre_init.cuh: one thread per element of out
+  LaunchDims d;
+  d.block = kThreads;
+  d.grid[0] = ceil_div(env.rows * call.constant("mix"), kThreads);
+  return d;
+}
+
+Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
+  (void)call;
+  constexpr int64_t kThreads = 256;  // kernels/hc_mix.cuh: one block per row
+  LaunchDims d;
+  d.block = kThreads;
+  d.grid[0] = env.rows;
+  return d;
+}
+
+Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {
+  (void)call;
+  constexpr int64_t kThreads = 256;  // kernels/hc_collapse_norm.cuh: one block per row
+  LaunchDims d;
+  d.block = kThreads;
+  d.grid[0] = env.rows;
+  return d;
+}
+
+Result<LaunchDims> launch_hc_post(const Call& call, const CallEnv& env) {
+  constexpr int64_t kThreads = 256;  // kernels/hc_post.cuh: one thread per column, every stream
+  LaunchDims d;
+  d.block = kThreads;
+  d.grid[0] = env.rows;
+  d.grid[1] = ceil_div(call.constant("hidden"), kThreads);
+  return d;
+}
+
+}  // namespace dsv41

@@ -1,0 +1,61 @@
+// compiler/cli/aot_needs_command.cpp — `dsv41c aot-needs MODEL_DIR --world W [--json]`: every kernel variant
+// each rank launches, with launch counts, and the union across ranks.
+#include <cstdio>
+#include <memory>
+
+#include "compiler/aot_needs.h"
+#include "compiler/cli/commands.h"
+
+namespace dsv41::cli {
+namespace {
+
+struct NeedsFlags {
+  std::string model_dir, target = "h200", activations = "bf16";
+  int world = 1;
+  bool json = false;
+  ServingSettings settings;
+};
+
+Status run_needs(const NeedsFlags& f) {
+  PlanOptions options;
+  options.world = f.world;
+  options.settings = f.settings;
+  options.settings.activations = f.activations == "f32" ? DType::F32 : DType::BF16;
+  DSV41_ASSIGN_OR_RETURN(options.target, find_target(f.target));
+  DSV41_ASSIGN_OR_RETURN(ModelInputs inputs, ModelInputs::read(f.model_dir));
+  DSV41_TRY(check_world(inputs.config, f.world));
+  DSV41_ASSIGN_OR_RETURN(AotNeeds needs, aot_needs(inputs, options));
+  for (const std::string& w : needs.warnings) std::fprintf(stderr, "dsv41c: warning: %s\n", w.c_str());
+  const std::string text = f.json ? aot_needs_json(needs) : aot_needs_text(needs);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return Status::ok();
+}
+
+}  // namespace
+
+Runner add_aot_needs_command(CLI::App& app) {
+  auto f = std::make_shared<NeedsFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "aot-needs", "List the kernel variants each rank of a world launches (op, compile-time constants and\n"
+                   "arch: the variant key), with launch counts over all phases, and their union: what\n"
+                   "`plan --target` compiles. Header-only and fast; no NVRTC.");
+  cmd->add_option("MODEL_DIR", f->model_dir, "folder with config.json and *.safetensors (+ index)")->required();
+  cmd->add_option("--world", f->world, "number of ranks (1 .. o_groups)")->required();
+  cmd->add_option("--target", f->target, "GPU target (its arch is part of each key): " + target_names())
+      ->capture_default_str();
+  cmd->add_option("--activations", f->activations, "bf16 (served) or f32 (check mode)")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+  cmd->add_option("--context", f->settings.context, "tokens one slot holds")->capture_default_str();
+  cmd->add_option("--prefill-rows", f->settings.prefill_rows, "prefill segment sizes; the first is the default")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--decode-rows", f->settings.decode_rows, "decode window row buckets, ascending")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json,
+                "print {\"ranks\": [{\"rank\": r, \"variants\": [key...], \"launches\": [n...]}...], \"union\": [key...]}");
+  return [f]() { return run_needs(*f); };
+}
+
+}  // namespace dsv41::cli

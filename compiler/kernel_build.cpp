@@ -1,0 +1,342 @@
+// compiler/kernel_build.cpp — NVRTC compiles (one program per variant), the parallel build through the
+// kernel cache, the resource check against a target, and the cache folder's default.
+//
+// build_kernels itself (variant_source and kernel_sources feeding build_kernel_sources) lives in
+// kernel_build_variants.cpp, so code that compiles explicit sources links without the kernel table.
+#include "compiler/kernel_build.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <thread>
+
+#include <nvrtc.h>
+
+#include "compiler/kernel_cache.h"
+
+namespace dsv41 {
+namespace {
+
+constexpr int kMaxRegistersPerThread = 255;
+constexpr int64_t kRegistersPerBlock = 65536;
+constexpr int64_t kMaxThreadsPerBlock = 1024;
+
+// Destroys the program however the compile ends.
+class NvrtcProgram {
+ public:
+  NvrtcProgram() = default;
+  ~NvrtcProgram() {
+    if (program_) nvrtcDestroyProgram(&program_);
+  }
+  NvrtcProgram(const NvrtcProgram&) = delete;
+  NvrtcProgram& operator=(const NvrtcProgram&) = delete;
+  nvrtcProgram* out() { return &program_; }
+  nvrtcProgram get() const { return program_; }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+std::string program_log(nvrtcProgram program) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0) return "";
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return "";
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+// The first integer that ends right before `suffix` on `line` ("Used 10 registers" -> 10).
+std::optional<int64_t> number_before(std::string_view line, std::string_view suffix) {
+  const size_t at = line.find(suffix);
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t end = at;
+  while (end > 0 && line[end - 1] == ' ') --end;
+  size_t begin = end;
+  while (begin > 0 && line[begin - 1] >= '0' && line[begin - 1] <= '9') --begin;
+  if (begin == end) return std::nullopt;
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(line.data() + begin, line.data() + end, value);
+  if (ec != std::errc() || ptr != line.data() + end) return std::nullopt;
+  return value;
+}
+
+// Reads the entry's registers, static shared memory and local memory from ptxas's -v report:
+//   ptxas info    : Compiling entry function 'E' for 'sm_90a'
+//   ptxas info    : Function properties for E
+//   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//   ptxas info    : Used 10 registers, used 1 barriers, 256 bytes smem[, 16 bytes lmem]
+std::optional<KernelResources> parse_ptxas_report(const std::string& log, const std::string& entry) {
+  KernelResources resources;
+  bool found_registers = false;
+  std::string compiling, properties_of;
+  const std::string compiling_tag = "Compiling entry function '";
+  const std::string properties_tag = "Function properties for ";
+  size_t pos = 0;
+  while (pos <= log.size()) {
+    size_t eol = log.find('\n', pos);
+    if (eol == std::string::npos) eol = log.size();
+    std::string_view line(log.data() + pos, eol - pos);
+    pos = eol + 1;
+    if (size_t at = line.find(compiling_tag); at != std::string_view::npos) {
+      std::string_view rest = line.substr(at + compiling_tag.size());
+      compiling = std::string(rest.substr(0, rest.find('\'')));
+      properties_of.clear();
+      continue;
+    }
+    if (size_t at = line.find(properties_tag); at != std::string_view::npos) {
+      std::string_view rest = line.substr(at + properties_tag.size());
+      while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\r')) rest.remove_suffix(1);
+      properties_of = std::string(rest);
+      continue;
+    }
+    if (properties_of == entry) {
+      if (auto stack = number_before(line, "bytes stack frame"))
+        resources.local_bytes = std::max(resources.local_bytes, *stack);
+    }
+    if (compiling == entry) {
+      if (auto registers = number_before(line, "registers"); registers && line.find("Used ") != std::string_view::npos) {
+        resources.registers = static_cast<int>(*registers);
+        found_registers = true;
+        if (auto smem = number_before(line, "bytes smem")) resources.static_shared = *smem;
+        if (auto lmem = number_before(line, "bytes lmem")) resources.local_bytes = std::max(resources.local_bytes, *lmem);
+      }
+    }
+  }
+  if (!found_registers) return std::nullopt;
+  return resources;
+}
+
+std::string nvrtc_error(nvrtcResult result) { return nvrtcGetErrorString(result); }
+
+// What one worker produced for one job.
+struct JobOutcome {
+  std::optional<Status> error;
+  CompiledKernel kernel;
+};
+
+}  // namespace
+
+std::string nvrtc_version() {
+  static const std::string version = [] {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return std::string("unknown");
+    return std::to_string(major) + "." + std::to_string(minor);
+  }();
+  return version;
+}
+
+std::vector<std::string> nvrtc_options(const std::string& arch) {
+  return {"--gpu-architecture=" + arch, "-std=c++17", "--fmad=false", "--ptxas-options=-v", "-DNDEBUG"};
+}
+
+std::string default_cache_dir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("DSV41_CACHE"); env && *env) return env;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/dsv41";
+  return "";
+}
+
+Result<CompiledKernel> compile_source(const std::string& source, const std::string& entry, const std::string& arch,
+                                      const std::string& name_for_errors, const std::vector<KernelSource>& headers) {
+  if (arch.rfind("sm_", 0) != 0)
+    return Status::errorf("kernel {}: arch '{}' is not a real GPU architecture (sm_XX): NVRTC makes no cubin for it",
+                          name_for_errors, arch);
+  // NVRTC wants NUL-terminated texts; a string_view need not be.
+  std::vector<std::string> names, texts;
+  for (const auto& header : headers) {
+    names.emplace_back(header.file_name);
+    texts.emplace_back(header.text);
+  }
+  std::vector<const char*> name_ptrs, text_ptrs;
+  for (size_t i = 0; i < headers.size(); ++i) {
+    name_ptrs.push_back(names[i].c_str());
+    text_ptrs.push_back(texts[i].c_str());
+  }
+
+  NvrtcProgram program;
+  const std::string file_name = (entry.empty() ? std::string("kernel") : entry) + ".cu";
+  nvrtcResult result = nvrtcCreateProgram(program.out(), source.c_str(), file_name.c_str(),
+                                          static_cast<int>(headers.size()), text_ptrs.data(), name_ptrs.data());
+  if (result != NVRTC_SUCCESS)
+    return Status::errorf("kernel {}: nvrtcCreateProgram failed: {}", name_for_errors, nvrtc_error(result));
+
+  const std::vector<std::string> options = nvrtc_options(arch);
+  std::vector<const char*> option_ptrs;
+  for (const auto& option : options) option_ptrs.push_back(option.c_str());
+  result = nvrtcCompileProgram(program.get(), static_cast<int>(option_ptrs.size()), option_ptrs.data());
+  const std::string log = program_log(program.get());
+  if (result != NVRTC_SUCCESS)
+    return Status::errorf("kernel {}: NVRTC {} failed ({}) for {}:\n{}", name_for_errors, nvrtc_version(),
+                          nvrtc_error(result), arch, log);
+
+  size_t cubin_size = 0;
+  result = nvrtcGetCUBINSize(program.get(), &cubin_size);
+  if (result != NVRTC_SUCCESS || cubin_size == 0)
+    return Status::errorf("kernel {}: NVRTC produced no cubin for {}: {}", name_for_errors, arch,
+                          result != NVRTC_SUCCESS ? nvrtc_error(result) : "empty");
+  CompiledKernel kernel;
+  kernel.cubin.resize(cubin_size);
+  result = nvrtcGetCUBIN(program.get(), reinterpret_cast<char*>(kernel.cubin.data()));
+  if (result != NVRTC_SUCCESS)
+    return Status::errorf("kernel {}: nvrtcGetCUBIN failed: {}", name_for_errors, nvrtc_error(result));
+  if (!looks_like_cubin(kernel.cubin, entry))
+    return Status::errorf("kernel {}: the cubin for {} is not an ELF image holding the entry {}", name_for_errors,
+                          arch, entry);
+
+  auto resources = parse_ptxas_report(log, entry);
+  if (!resources)
+    return Status::errorf("kernel {}: ptxas reported no register count for the entry {}; its log:\n{}",
+                          name_for_errors, entry, log);
+  kernel.resources = *resources;
+  kernel.variant.key = name_for_errors;
+  kernel.variant.entry = entry;
+  kernel.variant.arch = arch;
+  return kernel;
+}
+
+Result<std::vector<CompiledKernel>> build_kernel_sources(const std::vector<KernelJob>& jobs,
+                                                         const std::vector<std::string>& sources,
+                                                         const std::vector<KernelSource>& headers,
+                                                         const BuildOptions& options) {
+  DSV41_CHECK(sources.size() == jobs.size());
+  {
+    std::set<std::string_view> keys;
+    for (const auto& job : jobs)
+      if (!keys.insert(job.variant.key).second)
+        return Status::errorf("kernel {}: listed twice in one build", job.variant.key);
+  }
+  const size_t total = jobs.size();
+  if (total == 0) return std::vector<CompiledKernel>{};
+
+  // The cache is an optimization: a folder that cannot be made or written is reported once, and the
+  // build goes on without it.
+  std::string cache_dir = options.cache_dir;
+  std::vector<std::string> cache_warnings;
+  if (!cache_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(cache_dir, ec);
+    if (ec) {
+      cache_warnings.push_back(fmt::format("{}: cannot create the kernel cache: {}", cache_dir, ec.message()));
+      cache_dir.clear();
+    }
+  }
+
+  std::vector<JobOutcome> outcomes(total);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;  // guards done, cached, cache_warnings and stderr
+  size_t done = 0, cached = 0;
+  auto report_progress = [&] {
+    if (options.progress) {
+      std::fprintf(stderr, "\rdsv41c: kernels %zu/%zu (%zu cached)", done, total, cached);
+      std::fflush(stderr);
+    }
+  };
+
+  auto run_job = [&](size_t index) {
+    const KernelJob& job = jobs[index];
+    const std::string& source = sources[index];
+    JobOutcome& outcome = outcomes[index];
+    const uint64_t key = kernel_cache_key(source, headers, nvrtc_options(job.variant.arch), job.variant.arch);
+    bool hit = false;
+    if (!cache_dir.empty()) {
+      if (auto entry = load_cached_kernel(cache_dir, key, job.variant.entry)) {
+        outcome.kernel.cubin = std::move(entry->cubin);
+        outcome.kernel.resources = entry->resources;
+        hit = true;
+      }
+    }
+    if (!hit) {
+      auto compiled = compile_source(source, job.variant.entry, job.variant.arch, job.variant.key, headers);
+      if (!compiled.is_ok()) {
+        outcome.error = compiled.status();
+        failed = true;
+      } else {
+        outcome.kernel.cubin = std::move(compiled->cubin);
+        outcome.kernel.resources = compiled->resources;
+        if (!cache_dir.empty()) {
+          Status stored = store_cached_kernel(cache_dir, key, job.variant.key, outcome.kernel.cubin,
+                                              outcome.kernel.resources);
+          if (!stored.is_ok()) {
+            std::lock_guard<std::mutex> lock(mutex);
+            cache_warnings.push_back(stored.message());
+          }
+        }
+      }
+    }
+    outcome.kernel.variant = job.variant;
+    outcome.kernel.threads = job.threads;
+    outcome.kernel.from_cache = hit;
+    std::lock_guard<std::mutex> lock(mutex);
+    ++done;
+    if (hit) ++cached;
+    report_progress();
+  };
+
+  // Workers take jobs in order; after a failure none takes a new one. Every job before a failed one
+  // was taken before it, so the first failure in job order is always found.
+  auto worker = [&] {
+    for (;;) {
+      if (failed) return;
+      const size_t index = next.fetch_add(1);
+      if (index >= total) return;
+      run_job(index);
+    }
+  };
+  size_t threads = options.jobs > 0 ? static_cast<size_t>(options.jobs)
+                                    : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, total);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    report_progress();
+  }
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& thread : pool) thread.join();
+  }
+  if (options.progress) std::fprintf(stderr, "\n");
+  if (!cache_warnings.empty()) {
+    std::fprintf(stderr, "dsv41c: warning: kernel cache not written: %s", cache_warnings.front().c_str());
+    if (cache_warnings.size() > 1) std::fprintf(stderr, " (and %zu more)", cache_warnings.size() - 1);
+    std::fprintf(stderr, "\n");
+  }
+
+  for (auto& outcome : outcomes)
+    if (outcome.error) return *outcome.error;
+  std::vector<CompiledKernel> kernels;
+  kernels.reserve(total);
+  for (auto& outcome : outcomes) kernels.push_back(std::move(outcome.kernel));
+  return kernels;
+}
+
+Status check_resources(const CompiledKernel& kernel, const Target& target) {
+  const std::string& key = kernel.variant.key;
+  const KernelResources& r = kernel.resources;
+  if (r.registers > kMaxRegistersPerThread)
+    return Status::errorf("kernel {}: {} registers per thread exceed the limit of {}", key, r.registers,
+                          kMaxRegistersPerThread);
+  if (kernel.threads > kMaxThreadsPerBlock)
+    return Status::errorf("kernel {}: {} threads per block exceed the limit of {}", key, kernel.threads,
+                          kMaxThreadsPerBlock);
+  const int64_t block_registers = static_cast<int64_t>(r.registers) * kernel.threads;
+  if (block_registers > kRegistersPerBlock)
+    return Status::errorf("kernel {}: {} registers x {} threads = {} registers per block exceed the limit of {}", key,
+                          r.registers, kernel.threads, block_registers, kRegistersPerBlock);
+  if (target.shared_memory_per_block > 0 && r.static_shared > target.shared_memory_per_block)
+    return Status::errorf("kernel {}: {} bytes of static shared memory exceed target {}'s {} bytes per block", key,
+                          r.static_shared, target.name, target.shared_memory_per_block);
+  return Status::ok();
+}
+
+}  // namespace dsv41

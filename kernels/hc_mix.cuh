@@ -1,0 +1,126 @@
+// kernels/hc_mix.cuh — HCmix of docs/model.md §5 (docs/ops.md "hc_mix"): for an active row,
+// ρ = (mean(x²) + eps)^−½ over its S·D values, m = ρ·(x·fnᵀ) (M = (2+S)·S columns),
+// pre = sigmoid(scale₀·m + base) + hc_eps, post = 2·sigmoid(scale₁·m + base),
+// C = scale₂·m + base followed by the Sinkhorn passes; out F32 [R, M]. Inactive rows get zeros.
+//
+// Launch (common/kernel_launch_hc.cpp): block 256 threads = 8 warps, grid (R): one block per row.
+// The block walks the row's S·D inputs in passes of up to kCols columns of fn (threads strided over
+// the inputs, coalesced over fn's rows), reduces each column warp-wise then across warps in a fixed
+// order; ρ, the activations and the Sinkhorn passes on the S×S comb (tiny) run in thread 0, in the
+// exact order and rounding points of runtime/cpu/ops_hc.cpp. No dynamic shared memory.
+#pragma once
+
+#include "kernel_abi.cuh"
+
+namespace dsv41k {
+namespace hc_mix_detail {
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+__device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+// The Sinkhorn passes of docs/model.md §5 on an S×S comb, in place (runtime/cpu/ops_hc.cpp's sinkhorn).
+template <long long S>
+__device__ __forceinline__ void sinkhorn(float* c, long long iters, float eps) {
+  for (long long i = 0; i < S; ++i) {  // row softmax, then + eps
+    float* row = c + i * S;
+    float top = row[0];
+    for (long long j = 1; j < S; ++j) top = row[j] > top ? row[j] : top;  // std::max_element: first maximum
+    float total = 0.0f;
+    for (long long j = 0; j < S; ++j) total = __fadd_rn(total, (row[j] = expf(__fsub_rn(row[j], top))));
+    for (long long j = 0; j < S; ++j) row[j] = __fadd_rn(__fdiv_rn(row[j], total), eps);
+  }
+  auto columns = [&] {
+    for (long long j = 0; j < S; ++j) {
+      float total = 0.0f;
+      for (long long i = 0; i < S; ++i) total = __fadd_rn(total, c[i * S + j]);
+      const float den = __fadd_rn(total, eps);
+      for (long long i = 0; i < S; ++i) c[i * S + j] = __fdiv_rn(c[i * S + j], den);
+    }
+  };
+  auto rows = [&] {
+    for (long long i = 0; i < S; ++i) {
+      float total = 0.0f;
+      for (long long j = 0; j < S; ++j) total = __fadd_rn(total, c[i * S + j]);
+      const float den = __fadd_rn(total, eps);
+      for (long long j = 0; j < S; ++j) c[i * S + j] = __fdiv_rn(c[i * S + j], den);
+    }
+  };
+  columns();
+  for (long long it = 1; it < iters; ++it) {
+    rows();
+    columns();
+  }
+}
+}  // namespace hc_mix_detail
+
+namespace entry {
+
+template <long long hidden, long long streams, long long sinkhorn_iters, int dtype_x>
+__device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,
+                                       Real eps, Real hc_eps, Scratch out) {
+  static_assert(hidden >= 1 && hidden <= (1 << 24), "hidden out of range");
+  static_assert(streams >= 1 && streams <= 16, "streams out of range for this kernel (1 .. 16)");
+  static_assert(sinkhorn_iters >= 1 && sinkhorn_iters <= (1 << 16), "sinkhorn_iters out of range");
+  static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an activation (BF16, or F32 in check mode)");
+  constexpr long long S = streams, M = (2 + S) * S, W = S * hidden;
+  constexpr int kCols = M < 24 ? static_cast<int>(M) : 24;  // fn columns per pass over the row
+  using namespace hc_mix_detail;
+  __shared__ float red[32];
+  __shared__ float part[kWarps * kCols];
+  __shared__ float m[M];
+  __shared__ float sumsq;
+  const long long r = blockIdx.x;
+  if (r >= rows) return;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  float* o = static_cast<float*>(out) + r * M;
+  if (row_slot(statics, r) < 0) {
+    for (int i = tid; i < M; i += kThreads) o[i] = 0.0f;
+    return;
+  }
+  const long long xoff = r * W;
+  for (long long c0 = 0; c0 < M; c0 += kCols) {
+    float acc[kCols];
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) acc[k] = 0.0f;
+    float sq = 0.0f;
+    for (long long i = tid; i < W; i += kThreads) {
+      const float xv = load<dtype_x>(x, xoff + i);
+      if (c0 == 0) sq += xv * xv;
+#pragma unroll
+      for (int k = 0; k < kCols; ++k)
+        if (c0 + k < M) acc[k] += xv * fn[(c0 + k) * W + i];
+    }
+    if (c0 == 0) {
+      const float total = block_sum(sq, red);
+      if (tid == 0) sumsq = total;
+    }
+#pragma unroll
+    for (int k = 0; k < kCols; ++k) {
+      const float v = warp_sum(acc[k]);
+      if (lane == 0) part[warp * kCols + k] = v;
+    }
+    __syncthreads();
+    if (tid < kCols && c0 + tid < M) {
+      float t = 0.0f;
+      for (int w = 0; w < kWarps; ++w) t += part[w * kCols + tid];
+      m[c0 + tid] = t;
+    }
+    __syncthreads();
+  }
+  if (tid != 0) return;
+  const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(W)) + eps);
+  float result[M];
+  for (long long k = 0; k < M; ++k) m[k] = __fmul_rn(m[k], rho);
+  for (long long s = 0; s < S; ++s) {
+    result[s] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale[0], m[s]), base[s])), hc_eps);
+    result[S + s] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale[1], m[S + s]), base[S + s])));
+  }
+  float* comb = result + 2 * S;
+  for (long long k = 0; k < S * S; ++k) comb[k] = __fadd_rn(__fmul_rn(scale[2], m[2 * S + k]), base[2 * S + k]);
+  sinkhorn<S>(comb, sinkhorn_iters, hc_eps);
+  for (long long k = 0; k < M; ++k) o[k] = result[k];
+}
+
+}  // namespace entry
+}  // namespace dsv41k

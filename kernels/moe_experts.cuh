@@ -1,0 +1,116 @@
+// kernels/moe_experts.cuh — the routed experts of a row (docs/ops.md "moe_experts"):
+// out = Σ_k b(w_k·silu(min(g, L))·clamp(u, −L, L))·w2ᵀ over the row's K experts in selection order,
+// g = x·w1ᵀ, u = x·w3ᵀ of expert id_k; inactive rows and width 0 give zeros. Mirrors
+// runtime/cpu/ops_moe.cpp add_expert: every product is the CPU's eight-way dot and each expert's
+// down-projection is added to out in selection order, starting from 0.
+//
+// Launch (common/kernel_launch_moe.cpp): grid (R, 1, 1), one block of 256 threads per row; no dynamic
+// shared memory. Static shared memory: 4·D (the row) + 4·F (one expert's activation). Per expert:
+// one 8-lane group per activation column (lane k holds partial sum k of g and u), then one group
+// per output dim d adding the expert's w2 row dot into out[r, d] (the same lane each time).
+// `experts` (E) only bounds the ids: a run-time parameter.
+#pragma once
+
+#include "kernel_abi.cuh"
+
+namespace dsv41k {
+namespace moe_experts_detail {
+constexpr int kThreads = 256;
+__device__ constexpr long long static_shared_bytes(long long d, long long f) { return 4 * d + 4 * (f > 0 ? f : 1); }
+
+#ifndef DSV41_CONTRACT_SCAN
+// See kernels/compress.cuh: the CPU's eight-way dot over one aligned 8-lane group.
+template <class A, class B>
+__device__ __forceinline__ float group8_dot(A a, B b, long long n, int k) {
+  const long long n8 = n & ~7ll;
+  float acc = 0.0f;
+  for (long long i = k; i < n8; i += 8) acc = __fadd_rn(acc, __fmul_rn(a(i), b(i)));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
+  float tail = 0.0f;
+  for (long long i = n8; i < n; ++i) tail = __fadd_rn(tail, __fmul_rn(a(i), b(i)));
+  return __fadd_rn(acc, tail);
+}
+
+// b?(weight·silu(min(g, L))·clamp(u, −L, L)) as the CPU (std::min/std::clamp: NaN passes through).
+template <int DT>
+__device__ __forceinline__ float swiglu(float g, float u, float weight, float limit) {
+  if (limit > 0.0f) {
+    g = limit < g ? limit : g;
+    u = u < -limit ? -limit : (limit < u ? limit : u);
+  }
+  const float e = static_cast<float>(exp(-static_cast<double>(g)));
+  const float silu = __fmul_rn(g, __fdiv_rn(1.0f, __fadd_rn(1.0f, e)));
+  return round_as<DT>(__fmul_rn(__fmul_rn(weight, silu), u));
+}
+#endif  // DSV41_CONTRACT_SCAN
+}  // namespace moe_experts_detail
+
+namespace entry {
+
+template <long long hidden, long long width, long long topk, int dtype_x>
+__device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors errors, Scratch x, Scratch ids,
+                                            Scratch weights, WeightList w1, WeightList w3, WeightList w2, Real limit,
+                                            Scratch out, Int experts) {
+#ifndef DSV41_CONTRACT_SCAN
+  static_assert(hidden >= 1 && width >= 0 && topk >= 1, "moe_experts constants out of range");
+  static_assert(moe_experts_detail::static_shared_bytes(hidden, width) <= 46 * 1024,
+                "the row and one expert's activation must fit static shared memory");
+  static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
+  using namespace moe_experts_detail;
+  constexpr int D = static_cast<int>(hidden), F = static_cast<int>(width), K = static_cast<int>(topk);
+  __shared__ float xs[D];
+  __shared__ float act[F > 0 ? F : 1];
+
+  const long long r = blockIdx.x;
+  if (r >= rows) return;
+  float* outr = static_cast<float*>(out) + r * D;
+  for (int d = threadIdx.x; d < D; d += blockDim.x) outr[d] = 0.0f;  // the sum starts at 0 (as on the CPU)
+  if (row_slot(statics, r) < 0) return;
+  const int* idr = static_cast<const int*>(ids) + r * K;
+  const float* wr = static_cast<const float*>(weights) + r * K;
+  if constexpr (F == 0) {  // no expert columns on this rank: out stays 0, the ids are still checked
+    for (int k = threadIdx.x; k < K; k += blockDim.x)
+      if (idr[k] < 0 || idr[k] >= experts) report_error(errors, ERR_EXPERT);
+  } else {
+    for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
+    __syncthreads();
+    const int k8 = threadIdx.x & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
+    for (int k = 0; k < K; ++k) {
+      const int e = idr[k];
+      if (e < 0 || e >= experts) {
+        if (threadIdx.x == 0) report_error(errors, ERR_EXPERT);
+        continue;
+      }
+      const float weight = wr[k];
+      const float* w1e = w1[e];
+      const float* w3e = w3[e];
+      const float* w2e = w2[e];
+      for (int base = 0; base < F; base += groups) {
+        const int f = base + group;
+        const bool valid = f < F;
+        const long long off = static_cast<long long>(valid ? f : 0) * D;
+        const float g = group8_dot([&](long long i) { return w1e[off + i]; }, [&](long long i) { return xs[i]; },
+                                   valid ? D : 0, k8);
+        const float u = group8_dot([&](long long i) { return w3e[off + i]; }, [&](long long i) { return xs[i]; },
+                                   valid ? D : 0, k8);
+        if (valid && k8 == 0) act[f] = swiglu<dtype_x>(g, u, weight, limit);
+      }
+      __syncthreads();
+      for (int base = 0; base < D; base += groups) {
+        const int d = base + group;
+        const bool valid = d < D;
+        const long long off = static_cast<long long>(valid ? d : 0) * F;
+        const float down = group8_dot([&](long long i) { return w2e[off + i]; }, [&](long long i) { return act[i]; },
+                                      valid ? F : 0, k8);
+        if (valid && k8 == 0) outr[d] = __fadd_rn(outr[d], down);
+      }
+      __syncthreads();  // act is rewritten by the next expert
+    }
+  }
+#endif
+}
+
+}  // namespace entry
+}  // namespace dsv41k

@@ -1,0 +1,46 @@
+// kernels/rmsnorm.cuh — RMSNorm of a row (docs/ops.md "rmsnorm"): for an active row,
+// out = b(x·(mean(x²) + eps)^−½·w), all fp32 before the store (the BF16 store is b); inactive rows
+// get zeros. `out` is not `x`.
+//
+// Launch (common/kernel_launch_rows.cpp): block 256 threads, grid (R): one block per row. Threads
+// stride over the row for the block-wide sum of squares, then read it again for the output (the
+// row stays in L1/L2). No dynamic shared memory.
+#pragma once
+
+#include "kernel_abi.cuh"
+
+namespace dsv41k {
+namespace rmsnorm_detail {
+constexpr int kThreads = 256;
+}
+
+namespace entry {
+
+template <long long width, int dtype_x, int dtype_out>
+__device__ __forceinline__ void rmsnorm(Rows rows, Statics statics, Scratch x, Weight w, Real eps, Scratch out) {
+  static_assert(width >= 1 && width <= (1 << 24), "width out of range");
+  static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is F32 or BF16");
+  static_assert(dtype_out == DT_F32 || dtype_out == DT_BF16, "out is an activation (BF16, or F32 in check mode)");
+  constexpr int T = rmsnorm_detail::kThreads;
+  __shared__ float red[32];
+  const long long r = blockIdx.x;
+  if (r >= rows) return;
+  const int tid = threadIdx.x;
+  const long long off = r * width;
+  if (row_slot(statics, r) < 0) {
+    for (long long i = tid; i < width; i += T) store<dtype_out>(out, off + i, 0.0f);
+    return;
+  }
+  float sq = 0.0f;
+  for (long long i = tid; i < width; i += T) {
+    const float v = load<dtype_x>(x, off + i);
+    sq += v * v;
+  }
+  const float sum = block_sum(sq, red);
+  const float inv = 1.0f / sqrtf(__fdiv_rn(sum, static_cast<float>(width)) + eps);
+  for (long long i = tid; i < width; i += T)
+    store<dtype_out>(out, off + i, __fmul_rn(__fmul_rn(load<dtype_x>(x, off + i), inv), w[i]));
+}
+
+}  // namespace entry
+}  // namespace dsv41k

@@ -1,0 +1,147 @@
+// tests/compiler/kernel_plan_test.cpp — plans with kernels: every variant of the tiny fixture (worlds 1-4) and
+// of the release (world 4, three prefill sizes) compiled for h200; bounds refused by name; calls that do
+// not bind to their kernel's contract refused by name.
+#include "compiler/kernel_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "common/program_file.h"
+#include "compiler/emitter.h"
+#include "compiler/rank_planner.h"
+#include "tests/support/test_support.h"
+
+namespace dsv41 {
+namespace {
+
+PlanOptions h200_options(int world) {
+  PlanOptions options;
+  options.world = world;
+  options.target = *find_target("h200");
+  options.build.cache_dir = default_cache_dir("");  // $DSV41_CACHE in CI, shared by the suites
+  return options;
+}
+
+// Plans every rank (settling first, as `dsv41c plan` does) and checks each program's kernels.
+void plan_and_check_world(const ModelInputs& inputs, PlanOptions options, const std::vector<std::string>& phases) {
+  std::vector<std::string> warnings;
+  auto settled = settle_settings(inputs, options, &warnings);
+  ASSERT_TRUE(settled.is_ok()) << settled.status().message();
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  options.settings = *settled;
+  for (int rank = 0; rank < options.world; ++rank) {
+    SCOPED_TRACE(fmt::format("world {} rank {}", options.world, rank));
+    auto plan = plan_rank(inputs, options, rank);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    auto file = ProgramFile::from_bytes(plan->program, "plan");
+    ASSERT_TRUE(file.is_ok()) << file.status().message();
+    const fb::Program& p = file->program();
+    ASSERT_TRUE(p.kernels());
+    ASSERT_EQ(p.kernels()->size(), plan->kernels.variants.size());
+    for (const fb::Kernel* k : *p.kernels()) {
+      ASSERT_GE(k->cubin()->size(), 4u) << k->key()->str();
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(k->cubin()->data()) + 1, 3), "ELF") << k->key()->str();
+      EXPECT_GT(k->registers(), 0) << k->key()->str();
+      EXPECT_GT(k->launches(), 0) << k->key()->str();
+      EXPECT_EQ(k->arch()->str(), "sm_90a");
+    }
+    for (const std::string& name : phases) {
+      bool found = false;
+      for (const fb::Phase* phase : *p.phases()) found = found || phase->name()->str() == name;
+      EXPECT_TRUE(found) << name;
+    }
+  }
+}
+
+TEST(KernelPlan, TinyWorldsOneToFourCompileEveryVariantForH200) {
+  test::TempDir dir;
+  test::make_pack(dir / "pack", "dsv41-tiny", "bf16", 2);
+  auto inputs = ModelInputs::read((dir / "pack").string());
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  for (int world = 1; world <= 4; ++world) {
+    PlanOptions options = h200_options(world);
+    options.settings.context = 4096;  // the tiny config's max_position_embeddings
+    plan_and_check_world(*inputs, options, {});
+  }
+}
+
+TEST(KernelPlan, ReleaseWorldFourPlansSegmentsOf1024_2048_4096OnEveryRank) {
+  test::TempDir dir;
+  test::make_pack(dir / "pack", "dsv41-release", "release", 8);
+  auto inputs = ModelInputs::read((dir / "pack").string());
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  PlanOptions options = h200_options(4);
+  options.settings.prefill_rows = {2048, 1024, 4096};
+  plan_and_check_world(*inputs, options, {"prefill.n1024", "prefill.n2048", "prefill.n4096"});
+}
+
+TEST(KernelPlan, ABoundTheTargetCannotMeetIsRefusedNamingRankPhaseOpAndNumbers) {
+  test::TempDir dir;
+  test::make_pack(dir / "pack", "dsv41-tiny", "bf16", 1);
+  auto inputs = ModelInputs::read((dir / "pack").string());
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  PlanOptions options = h200_options(2);
+  options.settings.context = 4096;
+  options.target.name = "tiny-gpu";
+  options.target.shared_memory_per_block = 64;  // deliberately small
+  std::vector<std::string> warnings;
+  auto settled = settle_settings(*inputs, options, &warnings);
+  ASSERT_FALSE(settled.is_ok());
+  const std::string& m = settled.status().message();
+  EXPECT_NE(m.find("rank 0, phase decode.r1, call "), std::string::npos) << m;
+  EXPECT_NE(m.find("exceeds"), std::string::npos) << m;
+  EXPECT_NE(m.find("64"), std::string::npos) << m;
+  EXPECT_NE(m.find("cannot be served on target tiny-gpu"), std::string::npos) << m;
+}
+
+// A call whose arguments do not match its kernel's parameter list is refused by name.
+TEST(KernelPlan, ACallThatDoesNotBindToItsKernelIsRefusedByName) {
+  Call call;
+  call.op = "linear";
+  call.constants = {{"in_features", 64}, {"out_features", 32}};
+  call.args = {{"x", ArgKind::Scratch, {0}, 0}, {"w", ArgKind::Weight, {0}, 0}, {"out", ArgKind::Scratch, {1}, 0}};
+  const BufferDecl x{"x", DType::BF16, {4, 64}, 0, 512}, out{"out", DType::F32, {4, 32}, 512, 512};
+  CallEnv env;
+  env.rows = 4;
+  env.buffer = [&](const Arg& a) { return a.ints[0] == 0 ? &x : &out; };
+  env.weight_shape = [](const Arg&) { return std::vector<int64_t>{32, 64}; };
+  auto ok = variant_of(call, env, "sm_90a");
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_EQ(ok->key, "linear{in_features=64,dtype_x=bf16,dtype_out=f32}@sm_90a");
+  EXPECT_EQ(ok->entry.size(), 6u + 16u);
+
+  Call extra = call;
+  extra.args.push_back({"bias", ArgKind::Weight, {0}, 0});
+  auto refused = variant_of(extra, env, "sm_90a");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().message(), "op linear: argument bias has no parameter in kernels/linear.cuh");
+
+  Call wrong_kind = call;
+  wrong_kind.args[1].kind = ArgKind::Scratch;
+  refused = variant_of(wrong_kind, env, "sm_90a");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().message(), "op linear: argument w does not match parameter Weight w of kernels/linear.cuh");
+
+  Call renamed = call;
+  renamed.constants[0].name = "in";
+  refused = variant_of(renamed, env, "sm_90a");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("template parameter in_features"), std::string::npos)
+      << refused.status().message();
+}
+
+// The block of a variant's source instantiates the entry with its constants, extern "C".
+TEST(KernelPlan, VariantSourceIsAnIncludePlusOneExternCInstantiation) {
+  Variant v;
+  v.op = "linear";
+  v.template_args = {{"in_features", 64}, {"dtype_x", 1}, {"dtype_out", 0}};
+  v.key = "linear{in_features=64,dtype_x=bf16,dtype_out=f32}@sm_90a";
+  v.entry = "dsv41_0123456789abcdef";
+  const std::string source = variant_source(v, 256);
+  EXPECT_NE(source.find("#include \"linear.cuh\""), std::string::npos) << source;
+  EXPECT_NE(source.find("extern \"C\" __global__ void __launch_bounds__(256) dsv41_0123456789abcdef("), std::string::npos)
+      << source;
+  EXPECT_NE(source.find("dsv41k::entry::linear<64LL, 1, 0>("), std::string::npos) << source;
+}
+
+}  // namespace
+}  // namespace dsv41
