@@ -1,8 +1,5 @@
 // compiler/kernel_build.cpp — NVRTC compiles (one program per variant), the parallel build through the
 // kernel cache, the resource check against a target, and the cache folder's default.
-//
-// build_kernels itself (variant_source and kernel_sources feeding build_kernel_sources) lives in
-// kernel_build_variants.cpp, so code that compiles explicit sources links without the kernel table.
 #include "compiler/kernel_build.h"
 
 #include <algorithm>
@@ -318,6 +315,13 @@ Result<std::vector<CompiledKernel>> build_kernel_sources(const std::vector<Kerne
   kernels.reserve(total);
   for (auto& outcome : outcomes) kernels.push_back(std::move(outcome.kernel));
   return kernels;
+}
+
+Result<std::vector<CompiledKernel>> build_kernels(const std::vector<KernelJob>& jobs, const BuildOptions& options) {
+  std::vector<std::string> sources;
+  sources.reserve(jobs.size());
+  for (const auto& job : jobs) sources.push_back(variant_source(job.variant, job.threads));
+  return build_kernel_sources(jobs, sources, kernel_sources(), options);
 }
 
 Status check_resources(const CompiledKernel& kernel, const Target& target) {

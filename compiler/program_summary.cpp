@@ -73,6 +73,24 @@ nlohmann::json program_json(const fb::Program& p) {
   };
 }
 
+namespace {
+
+// "kernels: 28 variants, 1.0 MiB of cubins for sm_90a" (or "none compiled" with --target none).
+std::string kernels_text(const fb::Program& p) {
+  const size_t count = p.kernels() ? p.kernels()->size() : 0;
+  uint64_t cubin_bytes = 0;
+  std::string arch;
+  for (size_t i = 0; i < count; ++i) {
+    const fb::Kernel* k = p.kernels()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    cubin_bytes += k->cubin() ? k->cubin()->size() : 0;
+    if (k->arch()) arch = k->arch()->str();
+  }
+  if (cubin_bytes == 0) return fmt::format("  kernels: {} variants, none compiled (target none)\n", count);
+  return fmt::format("  kernels: {} variants, {:.1f} MiB of cubins for {}\n", count, cubin_bytes / 1048576.0, arch);
+}
+
+}  // namespace
+
 std::string program_text(const fb::Program& p) {
   const fb::Share* s = p.share();
   const fb::MemoryLedger* m = p.ledger();
@@ -82,6 +100,7 @@ std::string program_text(const fb::Program& p) {
                       span_text(s->heads()), span_text(s->expert_cols()), span_text(s->vocab_rows()));
   text += fmt::format("  reads: {} in {} tensors, {} byte runs\n", gib_text(totals.bytes), p.weights()->size(),
                       totals.ranges);
+  text += kernels_text(p);
   text += fmt::format("  memory at context {} x {} slots:\n", p.settings()->context(), p.settings()->slots());
   MemoryLedger ledger{m->weights_replicated(), m->weights_split(), m->weights_host(), m->state_per_slot(), m->state(),
                       m->activations(), m->total(), m->limit()};
