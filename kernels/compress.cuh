@@ -17,21 +17,6 @@ namespace compress_detail {
 constexpr int kThreads = 256;
 
 #ifndef DSV41_CONTRACT_SCAN
-// The CPU's eight-way dot (runtime/cpu/ops_common.cpp dot()): lane k of an aligned 8-lane group sums
-// a(i)·b(i) for i ≡ k (mod 8) below n rounded down to 8; the butterfly reproduces
-// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)); the tail is added last. Every lane of the warp must call it.
-template <class A, class B>
-__device__ __forceinline__ float group8_dot(A a, B b, long long n, int k) {
-  const long long n8 = n & ~7ll;
-  float acc = 0.0f;
-  for (long long i = k; i < n8; i += 8) acc = __fadd_rn(acc, __fmul_rn(a(i), b(i)));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
-  float tail = 0.0f;
-  for (long long i = n8; i < n; ++i) tail = __fadd_rn(tail, __fmul_rn(a(i), b(i)));
-  return __fadd_rn(acc, tail);
-}
 
 // In place: v = b?(v·(mean(v²) + eps)^−½·w) as runtime/cpu rms_norm (sequential sum on thread 0).
 template <bool kRound>

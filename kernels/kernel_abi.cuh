@@ -124,6 +124,23 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return warp_max(v);
 }
 
+// The CPU's eight-way dot (runtime/cpu/ops_common.cpp dot) over one aligned group of 8 lanes: lane
+// k sums a(i)·b(i) for i ≡ k (mod 8) below n rounded down to 8, the butterfly reproduces
+// ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)), and the tail is added last, so the result has the CPU's bits
+// (no fused multiply-add). Every lane of the warp must call it.
+template <class A, class B>
+__device__ __forceinline__ float group8_dot(A a, B b, long long n, int k) {
+  const long long n8 = n & ~7ll;
+  float acc = 0.0f;
+  for (long long i = k; i < n8; i += 8) acc = __fadd_rn(acc, __fmul_rn(a(i), b(i)));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
+  float tail = 0.0f;
+  for (long long i = n8; i < n; ++i) tail = __fadd_rn(tail, __fmul_rn(a(i), b(i)));
+  return __fadd_rn(acc, tail);
+}
+
 #endif  // DSV41_CONTRACT_SCAN
 
 }  // namespace dsv41k

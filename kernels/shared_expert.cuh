@@ -15,19 +15,6 @@ constexpr int kThreads = 256;
 __device__ constexpr long long static_shared_bytes(long long d, long long f) { return 4 * d + 4 * (f > 0 ? f : 1); }
 
 #ifndef DSV41_CONTRACT_SCAN
-// See kernels/compress.cuh: the CPU's eight-way dot over one aligned 8-lane group.
-template <class A, class B>
-__device__ __forceinline__ float group8_dot(A a, B b, long long n, int k) {
-  const long long n8 = n & ~7ll;
-  float acc = 0.0f;
-  for (long long i = k; i < n8; i += 8) acc = __fadd_rn(acc, __fmul_rn(a(i), b(i)));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
-  float tail = 0.0f;
-  for (long long i = n8; i < n; ++i) tail = __fadd_rn(tail, __fmul_rn(a(i), b(i)));
-  return __fadd_rn(acc, tail);
-}
 
 // b?(1·silu(min(g, L))·clamp(u, −L, L)) as the CPU (std::min/std::clamp: NaN passes through).
 template <int DT>

@@ -20,19 +20,6 @@ __device__ constexpr long long static_shared_bytes(long long dh, long long windo
 }
 
 #ifndef DSV41_CONTRACT_SCAN
-// See kernels/compress.cuh: the CPU's eight-way dot over one aligned 8-lane group.
-template <class A, class B>
-__device__ __forceinline__ float group8_dot(A a, B b, long long n, int k) {
-  const long long n8 = n & ~7ll;
-  float acc = 0.0f;
-  for (long long i = k; i < n8; i += 8) acc = __fadd_rn(acc, __fmul_rn(a(i), b(i)));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
-  acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
-  float tail = 0.0f;
-  for (long long i = n8; i < n; ++i) tail = __fadd_rn(tail, __fmul_rn(a(i), b(i)));
-  return __fadd_rn(acc, tail);
-}
 
 // e^v rounded to fp32 from fp64 (closest to the CPU's expf).
 __device__ __forceinline__ float exp_f(float v) { return static_cast<float>(exp(static_cast<double>(v))); }
