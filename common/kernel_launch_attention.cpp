@@ -10,15 +10,22 @@ namespace {
 
 constexpr int64_t kThreads = 256;  // every kernel of this file
 // The most shared memory one block may use on the release target (sm_90: 227 KiB opt-in); sizes the
-// "index entries" bound of index_select.
+// "index entries" bound of index_select (mode 2: the candidate bitmap grows with the capacity).
 constexpr int64_t kSharedPerBlock = 227 * 1024;
 
 // Mirrors index_select_detail of kernels/index_select.cuh.
+constexpr int64_t kIndexChunk = 4096;    // entries scored per pass
+constexpr int64_t kIndexMaxList = 4096;  // the most topk and cand_blocks
+constexpr int64_t kIndexShInts = 256 + 64;
 int64_t index_q_stride(int64_t di) { return (di + 31) / 32 * 32 + 8; }
-int64_t index_static_shared(int64_t hi, int64_t di) { return 4 * hi * index_q_stride(di) + 4 * hi + 256; }
-int64_t index_dynamic_shared(int64_t entries, int64_t mode, int64_t block) {
-  const int64_t nb = mode == 0 ? 0 : (entries + block - 1) / block;
-  return 4 * entries + (mode == 1 ? 4 * nb : mode == 2 ? (nb + 3) / 4 * 4 : 0);
+int64_t index_static_shared(int64_t hi, int64_t di) { return 4 * hi * index_q_stride(di) + 4 * hi + 4 * kIndexShInts; }
+int64_t index_chunk_blocks(int64_t mode, int64_t block) {
+  return mode != 1 ? 0 : block <= kIndexChunk ? kIndexChunk / block : 1;
+}
+int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_t cand_blocks, int64_t block) {
+  const int64_t nb = mode == 2 ? (entries + block - 1) / block : 0;
+  return 8 * (topk + kIndexChunk) + (mode == 1 ? 8 * (cand_blocks + index_chunk_blocks(mode, block)) : 0) +
+         (mode == 2 ? 4 * ((nb + 31) / 32) : 0);
 }
 
 }  // namespace
@@ -33,25 +40,32 @@ Result<LaunchDims> launch_compress(const Call& call, const CallEnv& env) {
   return d;
 }
 
-// One block per row; the scores of every visible entry in dynamic shared memory.
+// One block per row; the visible entries are streamed in chunks, so shared memory does not grow with
+// the capacity except for mode 2's bitmap of candidate blocks.
 Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
   DSV41_ASSIGN_OR_RETURN(const int64_t capacity, arg_rows(call, env, "index_cache"));
   const int64_t hi = call.constant("index_heads"), di = call.constant("index_head_dim");
-  const int64_t mode = call.constant("mode");
+  const int64_t mode = call.constant("mode"), topk = call.constant("topk");
+  const int64_t cand_blocks = mode == 0 ? 0 : call.constant("cand_blocks");
   const int64_t block = mode == 0 ? 1 : std::max<int64_t>(1, call.constant("cand_block_size"));
   LaunchDims d;
   d.block = kThreads;
   d.grid[0] = std::max<int64_t>(1, env.rows);
-  d.dynamic_shared = index_dynamic_shared(capacity, mode, block);
+  d.dynamic_shared = index_dynamic_shared(capacity, topk, mode, cand_blocks, block);
   const int64_t fixed = index_static_shared(hi, di);
-  // The largest capacity whose scores fit beside the queries.
-  int64_t max_entries = 0;
-  if (kSharedPerBlock > fixed) {
-    max_entries = (kSharedPerBlock - fixed) / 4;
-    while (max_entries > 0 && fixed + index_dynamic_shared(max_entries, mode, block) > kSharedPerBlock) --max_entries;
+  // The running lists live in shared memory (static_asserts of the kernel).
+  d.bounds.push_back({"index_select topk", topk, kIndexMaxList});
+  if (mode != 0) d.bounds.push_back({"index_select cand_blocks", cand_blocks, kIndexMaxList});
+  // The largest capacity the kernel takes: entry indices are 32-bit; in mode 2 the bitmap of candidate
+  // blocks (4 bytes per 32 blocks) must fit beside everything else.
+  int64_t max_entries = (int64_t{1} << 31) - 1;
+  if (mode == 2) {
+    const int64_t rest = fixed + index_dynamic_shared(0, topk, mode, cand_blocks, block);
+    const int64_t words = kSharedPerBlock > rest ? (kSharedPerBlock - rest) / 4 : 0;
+    max_entries = std::min(max_entries, words * 32 * block);
   }
   d.bounds.push_back({"index entries", capacity, std::max<int64_t>(1, max_entries)});
-  d.bounds.push_back({"shared memory", fixed + d.dynamic_shared, 0});
+  d.bounds.push_back({"index_select shared memory", fixed + d.dynamic_shared, 0});
   return d;
 }
 
