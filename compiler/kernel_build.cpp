@@ -129,8 +129,10 @@ std::string nvrtc_version() {
   return version;
 }
 
+// --no-cache: on a machine with a driver, NVRTC (12.9+) would otherwise serve repeated compiles from
+// the driver's cache, skipping ptxas and with it the -v report the resources are read from.
 std::vector<std::string> nvrtc_options(const std::string& arch) {
-  return {"--gpu-architecture=" + arch, "-std=c++17", "--fmad=false", "--ptxas-options=-v", "-DNDEBUG"};
+  return {"--gpu-architecture=" + arch, "-std=c++17", "--fmad=false", "--ptxas-options=-v", "--no-cache", "-DNDEBUG"};
 }
 
 std::string default_cache_dir(const std::string& flag) {

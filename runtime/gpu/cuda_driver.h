@@ -1,0 +1,103 @@
+// runtime/gpu/cuda_driver.h — the CUDA driver API, opened at run time (dlopen("libcuda.so.1")), never
+// linked: a binary built here starts on a machine without a driver and says why it cannot use a GPU.
+//
+// Only cuda.h's types and enums are used at compile time. Every CUresult becomes a Status naming the
+// call and the driver's own text for the error (cuGetErrorName / cuGetErrorString).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace dsv41::gpu {
+
+class CudaDriver {
+ public:
+  // The process's driver: libcuda.so.1 opened, every function resolved, cuInit(0) done. The result
+  // (success or failure) is computed once and returned again on later calls. Without a driver:
+  // "libcuda.so.1: not found (no NVIDIA driver on this machine)".
+  static Result<CudaDriver*> open();
+
+  // cuDeviceGetCount.
+  Result<int> device_count() const;
+  // Makes device `ordinal`'s primary context current on the calling thread (retained once per
+  // device for the life of the process).
+  Status use_device(int ordinal);
+  // "NVIDIA H200 (sm_90, driver 13.0)": the current device.
+  std::string describe_device() const;
+  // The current device's compute capability as "sm_XY".
+  Result<std::string> device_arch() const;
+  // cuDeviceGetAttribute of the current device.
+  Result<int> attribute(CUdevice_attribute attribute) const;
+  Status synchronize() const;
+
+  // OK, or an error "<call>: <CUDA_ERROR_NAME>: <description>" (call may carry its arguments).
+  Status check(CUresult result, std::string_view call) const;
+
+  // The resolved entry points (the _v2 symbols where cuda.h maps a name to one).
+  decltype(&::cuInit) cuInit = nullptr;
+  decltype(&::cuDriverGetVersion) cuDriverGetVersion = nullptr;
+  decltype(&::cuDeviceGet) cuDeviceGet = nullptr;
+  decltype(&::cuDeviceGetCount) cuDeviceGetCount = nullptr;
+  decltype(&::cuDeviceGetName) cuDeviceGetName = nullptr;
+  decltype(&::cuDeviceGetAttribute) cuDeviceGetAttribute = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) cuDevicePrimaryCtxRetain = nullptr;
+  decltype(&::cuCtxSetCurrent) cuCtxSetCurrent = nullptr;
+  decltype(&::cuCtxSynchronize) cuCtxSynchronize = nullptr;
+  decltype(&::cuMemAlloc) cuMemAlloc = nullptr;      // cuMemAlloc_v2
+  decltype(&::cuMemFree) cuMemFree = nullptr;        // cuMemFree_v2
+  decltype(&::cuMemcpyHtoD) cuMemcpyHtoD = nullptr;  // cuMemcpyHtoD_v2
+  decltype(&::cuMemcpyDtoH) cuMemcpyDtoH = nullptr;  // cuMemcpyDtoH_v2
+  decltype(&::cuMemsetD8) cuMemsetD8 = nullptr;      // cuMemsetD8_v2
+  decltype(&::cuModuleLoadData) cuModuleLoadData = nullptr;
+  decltype(&::cuModuleUnload) cuModuleUnload = nullptr;
+  decltype(&::cuModuleGetFunction) cuModuleGetFunction = nullptr;
+  decltype(&::cuFuncGetAttribute) cuFuncGetAttribute = nullptr;
+  decltype(&::cuFuncSetAttribute) cuFuncSetAttribute = nullptr;
+  decltype(&::cuLaunchKernel) cuLaunchKernel = nullptr;
+  decltype(&::cuGetErrorString) cuGetErrorString = nullptr;
+  decltype(&::cuGetErrorName) cuGetErrorName = nullptr;
+
+ private:
+  CudaDriver() = default;
+  static Result<CudaDriver*> load();
+  void* library_ = nullptr;
+  int device_ordinal_ = -1;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+};
+
+// Device memory, freed when the object goes (move-only). A zero-byte buffer holds no allocation and
+// its pointer is 0.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static Result<DeviceBuffer> allocate(CudaDriver& driver, size_t bytes);
+  // allocate + upload.
+  static Result<DeviceBuffer> from_host(CudaDriver& driver, const void* data, size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  // Copies within [offset, offset + bytes) of the buffer; a range outside it is refused.
+  Status upload(const void* src, size_t bytes, size_t offset = 0);
+  Status download(void* dst, size_t bytes, size_t offset = 0) const;
+  Status fill(uint8_t byte);  // every byte
+
+ private:
+  Status check_range(std::string_view what, size_t bytes, size_t offset) const;
+  CudaDriver* driver_ = nullptr;
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+}  // namespace dsv41::gpu
