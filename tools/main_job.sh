@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tools/main_job.sh — sets up and builds, plans the release model at world 4 for h200 (header-only pack),
+# tools/main_job.sh — sets up and builds, plans the release model at world 4 for h200 (header-only pack,
+# every kernel variant compiled with NVRTC),
 # then plans the tiny model at world 4 and generates a few tokens with the CPU backend (ranks as threads).
 #
 # Prints each rank's share and memory, then the generated token ids. Everything it writes goes under work/ (gitignored).
@@ -21,7 +22,10 @@ say "synth-pack: header-only release pack in $work_dir/dsv41-release"
 "$dsv41c" synth-pack --config fixtures/dsv41-release/config.json --out "$work_dir/dsv41-release" \
   --headers-only --format release --shards 8
 
-say "plan: release model, world 4, every rank, target h200 -> $work_dir/programs-w4"
+say "aot-needs: the kernel variants each rank of world 4 launches, and their union"
+"$dsv41c" aot-needs "$work_dir/dsv41-release" --world 4 | grep -E '^(rank|union)'
+
+say "plan: release model, world 4, every rank, target h200 (kernels compiled with NVRTC) -> $work_dir/programs-w4"
 "$dsv41c" plan "$work_dir/dsv41-release" --world 4 --rank all --out "$work_dir/programs-w4" --target h200
 
 say "synth-pack: tiny model with real weights in $work_dir/dsv41-tiny"

@@ -56,6 +56,13 @@ fi
 
 ((build)) || exit 0
 
+# NVRTC and the CUDA headers come from NVIDIA's CUDA Toolkit, not from Debian: it must be installed.
+cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
+if [[ ! -f "$cuda_root/include/nvrtc.h" ]]; then
+  echo "setup: the CUDA Toolkit is not at $cuda_root (no include/nvrtc.h); install it or set CUDAToolkit_ROOT" >&2
+  exit 1
+fi
+
 build_dir=${DSV41_BUILD_DIR:-build}
 sanitize_flag=OFF
 if ((sanitize)); then
