@@ -14,29 +14,18 @@ Result<LaunchDims> launch_embed(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
-  constexpr int64_t kThreads = 256;  // kernels/hc_pre_init.cuh: one thread per element of out
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = ceil_div(env.rows * call.constant("mix"), kThreads);
-  return d;
+  // kernels/hc_pre_init.cuh: one thread per element of out
+  return one_thread_per_element(env.rows * call.constant("mix"), 256);
 }
 
 Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
-  (void)call;
-  constexpr int64_t kThreads = 256;  // kernels/hc_mix.cuh: one block per row
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = env.rows;
-  return d;
+  (void)call;  // kernels/hc_mix.cuh: one block per row
+  return one_block_per_row(env, 256);
 }
 
 Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {
-  (void)call;
-  constexpr int64_t kThreads = 256;  // kernels/hc_collapse_norm.cuh: one block per row
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = env.rows;
-  return d;
+  (void)call;  // kernels/hc_collapse_norm.cuh: one block per row
+  return one_block_per_row(env, 256);
 }
 
 Result<LaunchDims> launch_hc_post(const Call& call, const CallEnv& env) {

@@ -8,6 +8,20 @@ namespace dsv41 {
 // ceil(a / b) for a >= 0, b > 0.
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The two common shapes: one block of `threads` per phase row, or one thread per element.
+inline LaunchDims one_block_per_row(const CallEnv& env, int64_t threads) {
+  LaunchDims d;
+  d.block = threads;
+  d.grid[0] = env.rows;
+  return d;
+}
+inline LaunchDims one_thread_per_element(int64_t elements, int64_t threads) {
+  LaunchDims d;
+  d.block = threads;
+  d.grid[0] = ceil_div(elements, threads);
+  return d;
+}
+
 // The dtype of a buffer argument (Scratch or State), or an error naming the op and the argument.
 Result<DType> arg_dtype(const Call& call, const CallEnv& env, const std::string& arg);
 // The first dimension of a weight or state argument (a table's rows, a cache's capacity).

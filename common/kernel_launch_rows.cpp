@@ -8,12 +8,8 @@
 namespace dsv41 {
 
 Result<LaunchDims> launch_rmsnorm(const Call& call, const CallEnv& env) {
-  (void)call;
-  constexpr int64_t kThreads = 256;  // kernels/rmsnorm.cuh: one block per row
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = env.rows;
-  return d;
+  (void)call;  // kernels/rmsnorm.cuh: one block per row
+  return one_block_per_row(env, 256);
 }
 
 Result<LaunchDims> launch_rope(const Call& call, const CallEnv& env) {
@@ -28,20 +24,13 @@ Result<LaunchDims> launch_rope(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_window_store(const Call& call, const CallEnv& env) {
-  (void)call;
-  constexpr int64_t kThreads = 256;  // kernels/window_store.cuh: one block per row
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = env.rows;
-  return d;
+  (void)call;  // kernels/window_store.cuh: one block per row
+  return one_block_per_row(env, 256);
 }
 
 Result<LaunchDims> launch_exchange_sum(const Call& call, const CallEnv& env) {
-  constexpr int64_t kThreads = 256;  // kernels/exchange_sum.cuh: one thread per element
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = ceil_div(env.rows * call.constant("width"), kThreads);
-  return d;
+  // kernels/exchange_sum.cuh: one thread per element
+  return one_thread_per_element(env.rows * call.constant("width"), 256);
 }
 
 Result<LaunchDims> launch_exchange_gather(const Call& call, const CallEnv& env) {

@@ -8,13 +8,9 @@
 // scheme of kernels/linear.cuh).
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "linear.cuh"
 
 namespace dsv41k {
-namespace grouped_linear_detail {
-constexpr int kRowsPerWarp = 4;
-}
-
 namespace entry {
 
 template <long long groups, long long in_per_group, long long out_per_group, int dtype_x, int dtype_out>
@@ -25,32 +21,12 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   static_assert(groups * in_per_group <= (1ll << 31) && groups * out_per_group <= (1ll << 31), "widths out of range");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is F32 or BF16");
   static_assert(dtype_out == DT_F32 || dtype_out == DT_BF16, "out is F32 or BF16");
-  constexpr int R4 = grouped_linear_detail::kRowsPerWarp;
   constexpr long long in_width = groups * in_per_group, out_width = groups * out_per_group;
-  const int lane = threadIdx.x & 31;
   const long long col = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  const long long row0 = static_cast<long long>(blockIdx.y) * R4;
   if (col >= out_width) return;
-  const long long in0 = (col / out_per_group) * in_per_group;
-  float acc[R4];
-  bool active[R4];
-#pragma unroll
-  for (int k = 0; k < R4; ++k) {
-    acc[k] = 0.0f;
-    active[k] = row0 + k < rows && row_slot(statics, row0 + k) >= 0;
-  }
-  const float* wrow = w + col * in_per_group;
-  for (long long i = lane; i < in_per_group; i += 32) {
-    const float wv = wrow[i];
-#pragma unroll
-    for (int k = 0; k < R4; ++k)
-      if (active[k]) acc[k] += wv * load<dtype_x>(x, (row0 + k) * in_width + in0 + i);
-  }
-#pragma unroll
-  for (int k = 0; k < R4; ++k) {
-    const float sum = warp_sum(acc[k]);
-    if (lane == 0 && row0 + k < rows) store<dtype_out>(out, (row0 + k) * out_width + col, active[k] ? sum : 0.0f);
-  }
+  linear_detail::warp_rows_dot<dtype_x, dtype_out>(rows, statics, x, in_width, (col / out_per_group) * in_per_group,
+                                                   w + col * in_per_group, in_per_group, out, out_width, col,
+                                                   static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
 }
 
 }  // namespace entry

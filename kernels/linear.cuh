@@ -12,19 +12,16 @@
 namespace dsv41k {
 namespace linear_detail {
 constexpr int kRowsPerWarp = 4;
-}
 
-namespace entry {
-
-template <long long in_features, int dtype_x, int dtype_out>
-__device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out,
-                                       Int out_features) {
-  static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
-  constexpr int R4 = linear_detail::kRowsPerWarp;
+#ifndef DSV41_CONTRACT_SCAN
+// One warp: out[r, col] = Σ_i x[r, x0 + i]·wrow[i] for i < n and rows row0 .. row0+kRowsPerWarp−1
+// (x rows x_width apart, out rows out_width apart); inactive rows get 0. Shared with grouped_linear.
+template <int dtype_x, int dtype_out>
+__device__ __forceinline__ void warp_rows_dot(Rows rows, Statics statics, Scratch x, long long x_width, long long x0,
+                                              const float* wrow, long long n, Scratch out, long long out_width,
+                                              long long col, long long row0) {
+  constexpr int R4 = kRowsPerWarp;
   const int lane = threadIdx.x & 31;
-  const long long col = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  const long long row0 = static_cast<long long>(blockIdx.y) * R4;
-  if (col >= out_features) return;
   float acc[R4];
   bool active[R4];
 #pragma unroll
@@ -32,18 +29,34 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
     acc[k] = 0.0f;
     active[k] = row0 + k < rows && row_slot(statics, row0 + k) >= 0;
   }
-  const float* wrow = w + col * in_features;
-  for (long long i = lane; i < in_features; i += 32) {
+  for (long long i = lane; i < n; i += 32) {
     const float wv = wrow[i];
 #pragma unroll
     for (int k = 0; k < R4; ++k)
-      if (active[k]) acc[k] += wv * load<dtype_x>(x, (row0 + k) * in_features + i);
+      if (active[k]) acc[k] += wv * load<dtype_x>(x, (row0 + k) * x_width + x0 + i);
   }
 #pragma unroll
   for (int k = 0; k < R4; ++k) {
     const float sum = warp_sum(acc[k]);
-    if (lane == 0 && row0 + k < rows) store<dtype_out>(out, (row0 + k) * out_features + col, active[k] ? sum : 0.0f);
+    if (lane == 0 && row0 + k < rows) store<dtype_out>(out, (row0 + k) * out_width + col, active[k] ? sum : 0.0f);
   }
+}
+#endif
+}  // namespace linear_detail
+
+namespace entry {
+
+template <long long in_features, int dtype_x, int dtype_out>
+__device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out,
+                                       Int out_features) {
+#ifndef DSV41_CONTRACT_SCAN
+  static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
+  const long long col = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (col >= out_features) return;
+  linear_detail::warp_rows_dot<dtype_x, dtype_out>(rows, statics, x, in_features, 0, w + col * in_features,
+                                                   in_features, out, out_features, col,
+                                                   static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
+#endif
 }
 
 }  // namespace entry

@@ -5,23 +5,18 @@
 
 #include "compiler/aot_needs.h"
 #include "compiler/cli/commands.h"
+#include "compiler/cli/settings_flags.h"
 
 namespace dsv41::cli {
 namespace {
 
-struct NeedsFlags {
-  std::string model_dir, target = "h200", activations = "bf16";
-  int world = 1;
+struct NeedsFlags : ModelFlags {
+  std::string target = "h200";
   bool json = false;
-  ServingSettings settings;
 };
 
 Status run_needs(const NeedsFlags& f) {
-  PlanOptions options;
-  options.world = f.world;
-  options.settings = f.settings;
-  options.settings.activations = f.activations == "f32" ? DType::F32 : DType::BF16;
-  DSV41_ASSIGN_OR_RETURN(options.target, find_target(f.target));
+  DSV41_ASSIGN_OR_RETURN(PlanOptions options, plan_options(f, f.target));
   DSV41_ASSIGN_OR_RETURN(ModelInputs inputs, ModelInputs::read(f.model_dir));
   DSV41_TRY(check_world(inputs.config, f.world));
   DSV41_ASSIGN_OR_RETURN(AotNeeds needs, aot_needs(inputs, options));
@@ -39,19 +34,8 @@ Runner add_aot_needs_command(CLI::App& app) {
       "aot-needs", "List the kernel variants each rank of a world launches (op, compile-time constants and\n"
                    "arch: the variant key), with launch counts over all phases, and their union: what\n"
                    "`plan --target` compiles. Header-only and fast; no NVRTC.");
-  cmd->add_option("MODEL_DIR", f->model_dir, "folder with config.json and *.safetensors (+ index)")->required();
-  cmd->add_option("--world", f->world, "number of ranks (1 .. o_groups)")->required();
+  add_model_flags(cmd, *f);
   cmd->add_option("--target", f->target, "GPU target (its arch is part of each key): " + target_names())
-      ->capture_default_str();
-  cmd->add_option("--activations", f->activations, "bf16 (served) or f32 (check mode)")
-      ->check(CLI::IsMember({"bf16", "f32"}))
-      ->capture_default_str();
-  cmd->add_option("--context", f->settings.context, "tokens one slot holds")->capture_default_str();
-  cmd->add_option("--prefill-rows", f->settings.prefill_rows, "prefill segment sizes; the first is the default")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("--decode-rows", f->settings.decode_rows, "decode window row buckets, ascending")
-      ->delimiter(',')
       ->capture_default_str();
   cmd->add_flag("--json", f->json,
                 "print {\"ranks\": [{\"rank\": r, \"variants\": [key...], \"launches\": [n...]}...], \"union\": [key...]}");

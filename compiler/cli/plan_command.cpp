@@ -7,21 +7,18 @@
 
 #include "common/program_file.h"
 #include "compiler/cli/commands.h"
+#include "compiler/cli/settings_flags.h"
 #include "compiler/program_summary.h"
 #include "compiler/rank_planner.h"
 
 namespace dsv41::cli {
 namespace {
 
-struct PlanFlags {
-  std::string model_dir, rank = "all", out = ".", target = "none";
-  int world = 1;
+struct PlanFlags : ModelFlags {
+  std::string rank = "all", out = ".", target = "none", cache;
   double memory_gib = 0;
   bool quiet = false;
-  std::string activations = "bf16";
-  std::string cache;
   int jobs = 0;
-  ServingSettings settings;
 };
 
 Result<std::vector<int>> ranks_of(const std::string& text, int world) {
@@ -40,11 +37,7 @@ Result<std::vector<int>> ranks_of(const std::string& text, int world) {
 }
 
 Status run_plan(const PlanFlags& f) {
-  PlanOptions options;
-  options.world = f.world;
-  options.settings = f.settings;
-  options.settings.activations = f.activations == "f32" ? DType::F32 : DType::BF16;
-  DSV41_ASSIGN_OR_RETURN(options.target, find_target(f.target));
+  DSV41_ASSIGN_OR_RETURN(PlanOptions options, plan_options(f, f.target));
   if (f.memory_gib < 0) return Status::errorf("--memory-gib {}: must be positive", f.memory_gib);
   options.memory_limit = static_cast<uint64_t>(f.memory_gib * (1ull << 30));
   DSV41_ASSIGN_OR_RETURN(std::vector<int> ranks, ranks_of(f.rank, f.world));
@@ -81,22 +74,9 @@ Runner add_plan_command(CLI::App& app) {
               "--target, compiles every kernel variant the rank launches with NVRTC into the program\n"
               "(cached, so a re-plan is fast). Optional prefill sizes that do not fit are dropped\n"
               "with a warning; the default (first) one must fit on every rank.");
-  cmd->add_option("MODEL_DIR", f->model_dir, "folder with config.json and *.safetensors (+ index)")->required();
-  cmd->add_option("--world", f->world, "number of ranks (1 .. o_groups)")->required();
+  add_model_flags(cmd, *f);
   cmd->add_option("--rank", f->rank, "a rank number or \"all\"")->capture_default_str();
   cmd->add_option("--out", f->out, "folder for the rank{N}.fb programs")->capture_default_str();
-  cmd->add_option("--context", f->settings.context, "tokens one slot holds")->capture_default_str();
-  cmd->add_option("--slots", f->settings.slots, "sequences served at once")->capture_default_str();
-  cmd->add_option("--prefill-rows", f->settings.prefill_rows, "prefill segment sizes; the first is the default")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("--decode-rows", f->settings.decode_rows, "decode window row buckets, ascending")
-      ->delimiter(',')
-      ->capture_default_str();
-  cmd->add_option("--activations", f->activations,
-                  "bf16 (served: rounded as docs/model.md says) or f32 (check mode: no rounding)")
-      ->check(CLI::IsMember({"bf16", "f32"}))
-      ->capture_default_str();
   cmd->add_option("--target", f->target, "GPU target: " + target_names() + " (none: no cubins, no memory check)")
       ->capture_default_str();
   cmd->add_option("--cache", f->cache, "kernel cache folder (default: $DSV41_CACHE, else ~/.cache/dsv41)");

@@ -1,0 +1,33 @@
+// compiler/cli/settings_flags.cpp — the serving-settings flags `plan` and `aot-needs` share, and the
+// common start of both: the model read once, the world checked, the settings taken from the flags.
+#include "compiler/cli/settings_flags.h"
+
+namespace dsv41::cli {
+
+void add_model_flags(CLI::App* cmd, ModelFlags& f) {
+  cmd->add_option("MODEL_DIR", f.model_dir, "folder with config.json and *.safetensors (+ index)")->required();
+  cmd->add_option("--world", f.world, "number of ranks (1 .. o_groups)")->required();
+  cmd->add_option("--context", f.settings.context, "tokens one slot holds")->capture_default_str();
+  cmd->add_option("--slots", f.settings.slots, "sequences served at once")->capture_default_str();
+  cmd->add_option("--prefill-rows", f.settings.prefill_rows, "prefill segment sizes; the first is the default")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--decode-rows", f.settings.decode_rows, "decode window row buckets, ascending")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--activations", f.activations,
+                  "bf16 (served: rounded as docs/model.md says) or f32 (check mode: no rounding)")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
+}
+
+Result<PlanOptions> plan_options(const ModelFlags& f, const std::string& target) {
+  PlanOptions options;
+  options.world = f.world;
+  options.settings = f.settings;
+  options.settings.activations = f.activations == "f32" ? DType::F32 : DType::BF16;
+  DSV41_ASSIGN_OR_RETURN(options.target, find_target(target));
+  return options;
+}
+
+}  // namespace dsv41::cli
