@@ -29,6 +29,26 @@ WeightTotals weight_totals(const fb::Program& p) {
 
 }  // namespace
 
+namespace {
+
+// One entry per kernel variant: what plan compiled and what ptxas reported.
+nlohmann::json kernels_json(const fb::Program& p) {
+  nlohmann::json list = nlohmann::json::array();
+  if (!p.kernels()) return list;
+  for (const fb::Kernel* k : *p.kernels())
+    list.push_back({{"key", k->key()->str()},
+                    {"entry", k->entry()->str()},
+                    {"threads", k->threads()},
+                    {"registers", k->registers()},
+                    {"static_shared", k->static_shared()},
+                    {"local_bytes", k->local_bytes()},
+                    {"launches", k->launches()},
+                    {"cubin_bytes", k->cubin() ? k->cubin()->size() : 0}});
+  return list;
+}
+
+}  // namespace
+
 nlohmann::json program_json(const fb::Program& p) {
   const fb::Share* s = p.share();
   const fb::MemoryLedger* m = p.ledger();
@@ -69,7 +89,9 @@ nlohmann::json program_json(const fb::Program& p) {
       {"digests",
        {{"config", hex64(p.config_digest())},
         {"pack", hex64(p.pack_digest())},
-        {"agreement", hex64(p.agreement_digest())}}},
+        {"agreement", hex64(p.agreement_digest())},
+        {"contract", hex64(p.contract_digest())}}},
+      {"kernels", kernels_json(p)},
   };
 }
 

@@ -81,34 +81,40 @@ Result<std::vector<CompiledKernel>> compile_rank_kernels(const KernelPlan& kerne
 
 }  // namespace
 
+Result<ServingSettings> apply_refusals(const ServingSettings& settings, const std::vector<RefusedPhase>& refused,
+                                       const std::string& target, std::vector<std::string>* warnings) {
+  ServingSettings settled = settings;
+  std::vector<int64_t> dropped;
+  for (const RefusedPhase& r : refused) {
+    const bool optional = r.kind == PhaseKind::Prefill && r.rows != settings.prefill_rows.front();
+    if (!optional)
+      return Status::errorf("{}; {} cannot be served on target {}", r.message,
+                            r.kind == PhaseKind::Decode ? fmt::format("decode bucket {}", r.rows)
+                                                        : fmt::format("the default prefill segment {}", r.rows),
+                            target);
+    if (std::find(dropped.begin(), dropped.end(), r.rows) == dropped.end()) {
+      dropped.push_back(r.rows);
+      warnings->push_back(fmt::format("--prefill-rows {} dropped: {}", r.rows, r.message));
+    }
+  }
+  std::erase_if(settled.prefill_rows,
+                [&](int64_t rows) { return std::find(dropped.begin(), dropped.end(), rows) != dropped.end(); });
+  return settled;
+}
+
 Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& options,
                                         std::vector<std::string>* warnings) {
   DSV41_TRY(check_settings(inputs.config, options.settings));
-  ServingSettings settled = options.settings;
-  std::vector<int64_t> dropped;
+  std::vector<RefusedPhase> refused;
   for (int rank = 0; rank < options.world; ++rank) {
     DSV41_ASSIGN_OR_RETURN(RankShare share, plan_share(inputs.config, options.world, rank));
     const WeightPlan weights = slice_weights(inputs.match, inputs.pack, share);
     CallLists calls = emit_call_lists(inputs.config, share, weights, options.settings);
     DSV41_ASSIGN_OR_RETURN(KernelPlan kernels, plan_kernels(calls, weights, options.target, rank));
-    for (const PhaseRefusal& r : kernels.refusals) {
-      const Phase& phase = calls.phases[r.phase];
-      const bool optional = phase.kind == PhaseKind::Prefill && phase.rows != options.settings.prefill_rows.front();
-      if (!optional)
-        return Status::errorf("{}; {} cannot be served on target {}", r.message,
-                              phase.kind == PhaseKind::Decode ? fmt::format("decode bucket {}", phase.rows)
-                                                              : fmt::format("the default prefill segment {}", phase.rows),
-                              options.target.name);
-      if (std::find(dropped.begin(), dropped.end(), phase.rows) == dropped.end()) {
-        dropped.push_back(phase.rows);
-        warnings->push_back(fmt::format("--prefill-rows {} dropped: {}", phase.rows, r.message));
-      }
-    }
+    for (const PhaseRefusal& r : kernels.refusals)
+      refused.push_back({calls.phases[r.phase].kind, calls.phases[r.phase].rows, r.message});
   }
-  std::erase_if(settled.prefill_rows, [&](int64_t rows) {
-    return std::find(dropped.begin(), dropped.end(), rows) != dropped.end();
-  });
-  return settled;
+  return apply_refusals(options.settings, refused, options.target.name, warnings);
 }
 
 Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options, int rank) {

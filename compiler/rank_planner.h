@@ -50,6 +50,17 @@ struct RankPlan {
 Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& options,
                                         std::vector<std::string>* warnings);
 
+// A phase some rank cannot launch, as settle_settings collects them.
+struct RefusedPhase {
+  PhaseKind kind = PhaseKind::Decode;
+  int64_t rows = 0;
+  std::string message;  // "rank 2, phase prefill.n4096, call 57 (index_select): ..."
+};
+// settle_settings' decision: an error for a decode bucket or the default prefill size; every other
+// refused prefill size is dropped (once, with a warning).
+Result<ServingSettings> apply_refusals(const ServingSettings& settings, const std::vector<RefusedPhase>& refused,
+                                       const std::string& target, std::vector<std::string>* warnings);
+
 // Refuses settings that cannot be served (context, slots, row counts), naming the flag.
 Status check_settings(const ModelConfig& config, const ServingSettings& settings);
 Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options, int rank);

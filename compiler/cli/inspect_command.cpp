@@ -16,7 +16,7 @@ Runner add_inspect_command(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("inspect", "Verify a program file and print its share, weights and memory.");
   cmd->add_option("PROGRAM", flags->path, "a rank{N}.fb written by `dsv41c plan`")->required();
-  cmd->add_flag("--json", flags->json, "print one JSON object (world, rank, share, weights, memory, settings)");
+  cmd->add_flag("--json", flags->json, "print one JSON object (world, rank, share, weights, memory, settings, digests, kernels)");
   return [flags]() -> Status {
     DSV41_ASSIGN_OR_RETURN(ProgramFile file, ProgramFile::load(flags->path));
     if (flags->json)

@@ -93,6 +93,31 @@ TEST(KernelPlan, ABoundTheTargetCannotMeetIsRefusedNamingRankPhaseOpAndNumbers) 
   EXPECT_NE(m.find("cannot be served on target tiny-gpu"), std::string::npos) << m;
 }
 
+// No kernel's bound depends on the rows on h200 today, so the decision itself is tested: only an
+// optional prefill size may be dropped, once however many ranks refuse it.
+TEST(KernelPlan, AnOptionalPrefillSizeThatBreaksABoundIsDroppedWithAWarning) {
+  ServingSettings settings;
+  settings.prefill_rows = {2048, 1024, 4096};
+  std::vector<std::string> warnings;
+  const std::vector<RefusedPhase> optional = {
+      {PhaseKind::Prefill, 4096, "rank 0, phase prefill.n4096, call 9 (op): bound"},
+      {PhaseKind::Prefill, 4096, "rank 1, phase prefill.n4096, call 9 (op): bound"}};
+  auto settled = apply_refusals(settings, optional, "h200", &warnings);
+  ASSERT_TRUE(settled.is_ok()) << settled.status().message();
+  EXPECT_EQ(settled->prefill_rows, (std::vector<int64_t>{2048, 1024}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "--prefill-rows 4096 dropped: rank 0, phase prefill.n4096, call 9 (op): bound");
+
+  auto refused = apply_refusals(settings, {{PhaseKind::Prefill, 2048, "rank 3, phase prefill.n2048: bound"}}, "h200",
+                                &warnings);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().message(),
+            "rank 3, phase prefill.n2048: bound; the default prefill segment 2048 cannot be served on target h200");
+  refused = apply_refusals(settings, {{PhaseKind::Decode, 8, "rank 1, phase decode.r8: bound"}}, "h200", &warnings);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().message(), "rank 1, phase decode.r8: bound; decode bucket 8 cannot be served on target h200");
+}
+
 // A call whose arguments do not match its kernel's parameter list is refused by name.
 TEST(KernelPlan, ACallThatDoesNotBindToItsKernelIsRefusedByName) {
   Call call;
