@@ -53,7 +53,7 @@ Status check_resources(const CompiledKernel& kernel, const Target& target);
 // --cache DIR, else $DSV41_CACHE, else ~/.cache/dsv41 (HOME unset: no cache, "").
 std::string default_cache_dir(const std::string& flag);
 
-// NVRTC's version, "13.0".
+// NVRTC's version, "13.0" (this and the NVRTC compile below: compiler/nvrtc_compile.cpp).
 std::string nvrtc_version();
 
 // ---- lower level: what build_kernels does with explicit sources and headers (tests use it) ----

@@ -1,14 +1,14 @@
-// tests/gpu/gpu_op_inputs.cpp — valid random inputs per op, the CPU reference run, output comparison.
+// tests/gpu/gpu_op_inputs.cpp — valid random inputs for one planned call: statics, positions that fit
+// the caches, random state, poisoned outputs, I32 inputs in range, weights and the gather input.
 #include "tests/gpu/gpu_op_inputs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <numeric>
+#include <set>
 
 #include "common/numeric_formats.h"
-#include "common/op_set.h"
-#include "runtime/cpu/op_context.h"
+#include "tests/gpu/gpu_op_values.h"
 
 namespace dsv41::gpu_test {
 namespace {
@@ -18,55 +18,7 @@ constexpr int kMaxSlots = 4;                       // state copies allocated per
 constexpr uint64_t kListBudgetBytes = 64ull << 20;  // a WeightList above this shares a pool of matrices
 constexpr int kPoolSize = 4;
 
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-// The fp32 shape a weight has once dequantized (runtime/cpu/weight_store.cpp): FP4 rows store two
-// values a byte, so their logical columns are twice the stored ones.
-std::vector<int64_t> fp32_shape(const PlannedTensor& t) {
-  std::vector<int64_t> shape = t.local_shape;
-  if (t.encoding == Encoding::FP4Rows && !shape.empty()) shape.back() *= 2;
-  return shape;
-}
-
-// Stores `value` as element i of a buffer of `dtype`.
-void store(std::vector<uint8_t>& bytes, DType dtype, int64_t i, float value) {
-  switch (dtype) {
-    case DType::BF16: {
-      const uint16_t b = f32_to_bf16(value);
-      std::memcpy(bytes.data() + 2 * i, &b, 2);
-      break;
-    }
-    case DType::I32: {
-      const int32_t v = static_cast<int32_t>(value);
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
-      break;
-    }
-    default: std::memcpy(bytes.data() + 4 * i, &value, 4);
-  }
-}
-
-void store_int(std::vector<uint8_t>& bytes, int64_t i, int32_t v) { std::memcpy(bytes.data() + 4 * i, &v, 4); }
-
-float load(const uint8_t* bytes, DType dtype, int64_t i) {
-  if (dtype == DType::BF16) {
-    uint16_t b;
-    std::memcpy(&b, bytes + 2 * i, 2);
-    return bf16_to_f32(b);
-  }
-  float v;
-  std::memcpy(&v, bytes + 4 * i, 4);
-  return v;
-}
-
-void fill_random(Rng& rng, std::vector<uint8_t>& bytes, DType dtype, int64_t n, float lo, float hi) {
-  for (int64_t i = 0; i < n; ++i) store(bytes, dtype, i, dtype == DType::I32 ? 0.0f : rng.uniform(lo, hi));
-}
 
 // The scratch / state arguments an op writes (docs/ops.md).
 std::vector<std::string> written_args(const Call& call) {
@@ -78,26 +30,6 @@ std::vector<std::string> written_args(const Call& call) {
   if (call.op == "compress") return {"tail", "cache", "index_cache"};
   if (call.op == "window_store") return {"ring"};
   return {"out"};
-}
-
-// Up to `count` distinct values of [0, n), in random order.
-std::vector<int64_t> distinct(Rng& rng, int64_t n, int64_t count) {
-  count = std::min(count, n);
-  std::vector<int64_t> out;
-  if (count <= 0) return out;
-  if (n <= 4 * count || n <= 4096) {
-    std::vector<int64_t> all(static_cast<size_t>(n));
-    std::iota(all.begin(), all.end(), int64_t{0});
-    for (int64_t i = 0; i < count; ++i) std::swap(all[i], all[i + rng.below(n - i)]);
-    all.resize(static_cast<size_t>(count));
-    return all;
-  }
-  std::set<int64_t> seen;
-  while (static_cast<int64_t>(out.size()) < count) {
-    const int64_t v = rng.below(n);
-    if (seen.insert(v).second) out.push_back(v);
-  }
-  return out;
 }
 
 struct RowInfo {
@@ -116,144 +48,7 @@ std::vector<RowInfo> rows_of(const std::vector<int32_t>& statics, int64_t rows) 
   return out;
 }
 
-// The CPU op's view of one call over an image.
-class OneRankExchange : public cpu::Exchange {
- public:
-  explicit OneRankExchange(const std::vector<float>* gathered) : gathered_(gathered) {}
-  // The runtime all-reduces before the kernel stores: with the other ranks left out, the sum is x.
-  void sum(int rank, const float* x, int64_t n, float* out) override { std::memcpy(out, x, 4 * static_cast<size_t>(n)); }
-  // The other ranks' blocks come from the gathered input (rank-major, as the kernel reads it).
-  void gather(int rank, const float* x, int64_t rows, const std::vector<int64_t>& widths, float* out) override {
-    const int64_t total = std::accumulate(widths.begin(), widths.end(), int64_t{0});
-    int64_t off = 0;
-    for (size_t k = 0; k < widths.size(); ++k) {
-      const int64_t w = widths[k];
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < w; ++c)
-          out[r * total + off + c] =
-              static_cast<int>(k) == rank ? x[r * w + c] : (*gathered_)[static_cast<size_t>(rows * off + r * w + c)];
-      off += w;
-    }
-  }
-
- private:
-  const std::vector<float>* gathered_;
-};
-
-class CheckContext final : public cpu::OpContext {
- public:
-  CheckContext(const CallSite& site, const CallInputs& inputs, Image& image)
-      : site_(site), inputs_(inputs), image_(image), exchange_(&inputs.gathered) {
-    statics_.data = image.statics.data();
-    statics_.rows = inputs.rows;
-  }
-  const Call& call() const override { return *site_.call; }
-  const cpu::StaticsView& statics() const override { return statics_; }
-  cpu::TensorView scratch(const std::string& name) const override {
-    const Arg* a = site_.call->find_arg(name);
-    if (!a || a->kind != ArgKind::Scratch) return {};
-    const BufferDecl& d = site_.phase->buffers.at(a->ints[0]);
-    return {image_.scratch.at(a->ints[0]).data(), d.dtype, d.shape};
-  }
-  cpu::TensorView state(const std::string& name, int slot) const override {
-    const Arg* a = site_.call->find_arg(name);
-    if (!a || a->kind != ArgKind::State) return {};
-    const StateLayout& l = inputs_.state_layout.at(a->ints[0]);
-    if (slot < 0 || slot >= l.slots) return {nullptr, l.decl->dtype, l.decl->shape};
-    return {image_.state.at(a->ints[0]).data() + slot * l.stride, l.decl->dtype, l.decl->shape};
-  }
-  cpu::WeightView weight(const std::string& name) const override {
-    const Arg* a = site_.call->find_arg(name);
-    if (!a || a->kind != ArgKind::Weight) return {};
-    const HostTensor& t = *inputs_.weights.at(a->ints[0]);
-    return {t.values.data(), t.shape, t.name};
-  }
-  std::vector<cpu::WeightView> weights(const std::string& name) const override {
-    std::vector<cpu::WeightView> out;
-    auto it = inputs_.lists.find(name);
-    if (it == inputs_.lists.end()) return out;
-    for (const HostTensor* t : it->second) out.push_back({t->values.data(), t->shape, t->name});
-    return out;
-  }
-  cpu::Exchange& exchange() const override { return exchange_; }
-  int rank() const override { return site_.rank; }
-  int world() const override { return site_.world; }
-
- private:
-  const CallSite& site_;
-  const CallInputs& inputs_;
-  Image& image_;
-  cpu::StaticsView statics_;
-  mutable OneRankExchange exchange_;
-};
-
-// Random fp32 values for a weight: matrices scaled by 1/sqrt(columns) (so products stay O(1));
-// norm vectors near 1; the SwiGLU gate/up matrices larger, so that the clamp at swiglu_limit acts.
-std::vector<float> weight_values(Rng& rng, const Call& call, const std::string& arg, const std::vector<int64_t>& shape) {
-  const int64_t n = numel_of(shape);
-  std::vector<float> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
-  if (shape.size() <= 1) {
-    const bool norm = arg.find("norm") != std::string::npos || call.op == "rmsnorm" || call.op == "hc_collapse_norm";
-    for (float& x : v) x = norm ? rng.uniform(0.5f, 1.5f) : rng.uniform(-1.0f, 1.0f);
-    return v;
-  }
-  const int64_t cols = std::max<int64_t>(shape.back(), 1);
-  float scale = 1.0f / std::sqrt(static_cast<float>(cols));
-  if ((call.op == "moe_experts" || call.op == "shared_expert") && (arg == "w1" || arg == "w3")) scale *= 20.0f;
-  for (float& x : v) x = rng.uniform(-scale, scale);
-  return v;
-}
-
 }  // namespace
-
-uint64_t Rng::next() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-int64_t Rng::below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
-int64_t Rng::range(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }
-float Rng::uniform(float lo, float hi) {
-  const float u = static_cast<float>(next() >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-  return lo + (hi - lo) * u;
-}
-
-uint64_t mix_seed(uint64_t seed, uint64_t salt) {
-  Rng r(seed ^ (salt * 0xD1B54A32D192ED03ull));
-  return r.next();
-}
-
-CallEnv call_env(const CallSite& site) {
-  CallEnv env;
-  env.rows = site.phase->rows;
-  const CallLists* lists = site.lists;
-  const Phase* phase = site.phase;
-  const WeightPlan* weights = site.weights;
-  env.buffer = [lists, phase](const Arg& a) -> const BufferDecl* {
-    const int64_t i = a.ints.empty() ? -1 : a.ints[0];
-    if (a.kind == ArgKind::Scratch && i >= 0 && i < static_cast<int64_t>(phase->buffers.size())) return &phase->buffers[i];
-    if (a.kind == ArgKind::State && i >= 0 && i < static_cast<int64_t>(lists->state_buffers.size()))
-      return &lists->state_buffers[i];
-    return nullptr;
-  };
-  env.weight_shape = [weights](const Arg& a) -> std::vector<int64_t> {
-    const int64_t i = a.ints.empty() ? -1 : a.ints[0];
-    if (i < 0 || i >= static_cast<int64_t>(weights->tensors.size())) return {};
-    return weights->tensors[i].local_shape;
-  };
-  return env;
-}
-
-int64_t call_weight_elements(const Call& call, const WeightPlan& weights) {
-  int64_t total = 0;
-  for (const Arg& a : call.args) {
-    if (a.kind != ArgKind::Weight && a.kind != ArgKind::WeightList) continue;
-    for (int64_t i : a.ints)
-      if (i >= 0 && i < static_cast<int64_t>(weights.tensors.size())) total += numel_of(fp32_shape(weights.tensors[i]));
-  }
-  return total;
-}
 
 Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
   const Call& call = *site.call;
@@ -482,76 +277,6 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
     in.outputs.push_back({name, a->kind == ArgKind::State, a->ints[0]});
   }
   return in;
-}
-
-Status run_cpu(const CallSite& site, const CallInputs& inputs, Image& image) {
-  DSV41_TRY(check_call_shape(*site.call));
-  cpu::OpFunction f = cpu::find_cpu_op(site.call->op);
-  if (!f) return Status::errorf("no CPU op {}", site.call->op);
-  CheckContext context(site, inputs, image);
-  return f(context);
-}
-
-const std::vector<uint8_t>& output_bytes(const Image& image, const Output& output) {
-  return output.state ? image.state.at(output.index) : image.scratch.at(output.index);
-}
-
-DType output_dtype(const CallSite& site, const Output& output) {
-  return output.state ? site.lists->state_buffers.at(output.index).dtype : site.phase->buffers.at(output.index).dtype;
-}
-
-std::vector<int64_t> output_shape(const CallSite& site, const CallInputs& inputs, const Output& output) {
-  return output.state ? site.lists->state_buffers.at(output.index).shape : site.phase->buffers.at(output.index).shape;
-}
-
-std::string compare_output(const std::string& what, DType dtype, const std::vector<int64_t>& shape, const uint8_t* cpu,
-                           const uint8_t* gpu, size_t bytes, size_t slot_stride) {
-  const int size = dtype_bytes(dtype);
-  const int64_t n = static_cast<int64_t>(bytes) / size;
-  // Elements per row of the buffer (per cache entry for a state buffer) and per slot copy.
-  const int64_t per_row = shape.size() > 1 ? std::max<int64_t>(1, numel_of(shape) / std::max<int64_t>(shape[0], 1)) : 1;
-  const int64_t per_slot = static_cast<int64_t>(slot_stride) / size;
-  std::string report;
-  int64_t bad = 0;
-  auto note = [&](int64_t i, const std::string& text) {
-    if (++bad > 8) return;
-    const int64_t in_slot = per_slot > 0 ? i % per_slot : i;
-    const std::string slot = per_slot > 0 ? fmt::format("slot {}, ", i / per_slot) : "";
-    report += fmt::format("\n    [{}] ({}row {}, col {}): {}", i, slot, in_slot / per_row, in_slot % per_row, text);
-  };
-  if (dtype == DType::I32) {
-    for (int64_t i = 0; i < n; ++i) {
-      int32_t c, g;
-      std::memcpy(&c, cpu + 4 * i, 4);
-      std::memcpy(&g, gpu + 4 * i, 4);
-      if (c != g) note(i, fmt::format("cpu {} gpu {}", c, g));
-    }
-    if (bad == 0) return "";
-    return fmt::format("{} (I32, must be identical): {} of {} values differ{}", what, bad, n, report);
-  }
-  const bool bf16 = dtype == DType::BF16;
-  const double rel = bf16 ? kBf16Rel : kF32Rel, abs_part = bf16 ? kBf16Abs : kF32Abs;
-  double max_c = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float c = load(cpu, dtype, i);
-    if (std::isfinite(c)) max_c = std::max(max_c, std::fabs(static_cast<double>(c)));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const float c = load(cpu, dtype, i), g = load(gpu, dtype, i);
-    if (std::isnan(c) || std::isnan(g)) {
-      if (std::isnan(c) != std::isnan(g)) note(i, fmt::format("cpu {} gpu {} (NaN matches only NaN; 0xFF poison is NaN)", c, g));
-      continue;
-    }
-    if (c == g) continue;
-    const double diff = std::fabs(static_cast<double>(g) - c);
-    const double tol = rel * std::fabs(static_cast<double>(c)) + abs_part * max_c;
-    if (!(diff <= tol)) {
-      note(i, fmt::format("cpu {:.8g} gpu {:.8g} |diff| {:.3g} > tol {:.3g}", c, g, diff, tol));
-    }
-  }
-  if (bad == 0) return "";
-  return fmt::format("{} ({}, tolerance |g-c| <= {}*|c| + {}*max|c|, max|c| = {:.6g}): {} of {} values outside{}", what,
-                     dtype_name(dtype), rel, abs_part, max_c, bad, n, report);
 }
 
 }  // namespace dsv41::gpu_test

@@ -1,6 +1,6 @@
 // tests/gpu/gpu_op_inputs.h — host side of the GPU op check: semantically valid random inputs for one
-// planned call (docs/ops.md), the CPU reference run over exactly those bytes, and the comparison of
-// every buffer the op writes.
+// planned call (docs/ops.md; tests/gpu/gpu_op_inputs.cpp) and the CPU reference run over exactly those
+// bytes (tests/gpu/gpu_op_cpu.cpp). Comparing the outputs: tests/gpu/gpu_op_compare.h.
 #pragma once
 
 #include <cstdint>
@@ -19,21 +19,6 @@
 
 namespace dsv41::gpu_test {
 
-// splitmix64: fast, and the same stream everywhere for one seed.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next();
-  int64_t below(int64_t n);                 // uniform in [0, n), n > 0
-  int64_t range(int64_t lo, int64_t hi);    // uniform in [lo, hi]
-  float uniform(float lo, float hi);        // uniform in [lo, hi)
-
- private:
-  uint64_t state_;
-};
-
-uint64_t mix_seed(uint64_t seed, uint64_t salt);
-
 // Everything one planned call needs besides its own description.
 struct CallSite {
   const CallLists* lists = nullptr;
@@ -46,9 +31,6 @@ struct CallSite {
   // index_select calls: a cache of capacity C and ratio r admits positions below C·r.
   std::map<int64_t, int64_t> cache_ratio;
 };
-
-// The call's CallEnv, resolved against its rank's lists and weight plan (as compiler/kernel_plan.cpp does).
-CallEnv call_env(const CallSite& site);
 
 // An fp32 weight in the rank's local shape.
 struct HostTensor {
@@ -103,26 +85,5 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed);
 
 // Runs the CPU op of the call over `image` (modified in place).
 Status run_cpu(const CallSite& site, const CallInputs& inputs, Image& image);
-
-// Tolerances (docs/ops.md: products accumulate in fp32; act stores round to bf16):
-//   BF16 output: |g − c| ≤ 2e-2·|c| + 1e-3·max|c|
-//   F32 output:  |g − c| ≤ 1e-3·|c| + 1e-4·max|c|
-//   I32 output (ids, selections, candidates): identical
-// max|c| is over the whole compared buffer; NaN matches only NaN.
-constexpr double kBf16Rel = 2e-2, kBf16Abs = 1e-3, kF32Rel = 1e-3, kF32Abs = 1e-4;
-
-// Compares one output; "" when it matches, else a report of the first mismatches (element, slot
-// when `slot_stride` (bytes between slot copies of a state buffer) is given, row and column).
-std::string compare_output(const std::string& what, DType dtype, const std::vector<int64_t>& shape,
-                           const uint8_t* cpu, const uint8_t* gpu, size_t bytes, size_t slot_stride = 0);
-
-// The bytes of an output in an image.
-const std::vector<uint8_t>& output_bytes(const Image& image, const Output& output);
-// Its dtype and shape (the state's per-slot shape).
-DType output_dtype(const CallSite& site, const Output& output);
-std::vector<int64_t> output_shape(const CallSite& site, const CallInputs& inputs, const Output& output);
-
-// The weight elements a call reads (to prefer cheap representatives).
-int64_t call_weight_elements(const Call& call, const WeightPlan& weights);
 
 }  // namespace dsv41::gpu_test

@@ -1,0 +1,31 @@
+// tests/gpu/gpu_op_compare.h — the comparison of every buffer an op writes, CPU against GPU: where an
+// output lives in an image, its dtype and shape, and the tolerances.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/gpu/gpu_op_inputs.h"
+
+namespace dsv41::gpu_test {
+
+// Tolerances (docs/ops.md: products accumulate in fp32; act stores round to bf16):
+//   BF16 output: |g − c| ≤ 2e-2·|c| + 1e-3·max|c|
+//   F32 output:  |g − c| ≤ 1e-3·|c| + 1e-4·max|c|
+//   I32 output (ids, selections, candidates): identical
+// max|c| is over the whole compared buffer; NaN matches only NaN.
+constexpr double kBf16Rel = 2e-2, kBf16Abs = 1e-3, kF32Rel = 1e-3, kF32Abs = 1e-4;
+
+// Compares one output; "" when it matches, else a report of the first mismatches (element, slot
+// when `slot_stride` (bytes between slot copies of a state buffer) is given, row and column).
+std::string compare_output(const std::string& what, DType dtype, const std::vector<int64_t>& shape,
+                           const uint8_t* cpu, const uint8_t* gpu, size_t bytes, size_t slot_stride = 0);
+
+// The bytes of an output in an image.
+const std::vector<uint8_t>& output_bytes(const Image& image, const Output& output);
+// Its dtype and shape (the state's per-slot shape).
+DType output_dtype(const CallSite& site, const Output& output);
+std::vector<int64_t> output_shape(const CallSite& site, const CallInputs& inputs, const Output& output);
+
+}  // namespace dsv41::gpu_test

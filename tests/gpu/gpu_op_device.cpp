@@ -1,0 +1,200 @@
+// tests/gpu/gpu_op_device.cpp — opening device 0, compiling and loading the variants, and running one
+// call on the GPU: upload, bind every argument, launch, download what the op writes.
+#include "tests/gpu/gpu_op_device.h"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "compiler/kernel_build.h"
+
+namespace dsv41::gpu_test {
+
+using gpu::CudaDriver;
+using gpu::DeviceBuffer;
+using gpu::KernelLauncher;
+
+Result<Device> open_device(const Target& target) {
+  DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
+  DSV41_ASSIGN_OR_RETURN(int count, driver->device_count());
+  if (count < 1) return Status::error("the CUDA driver reports no device");
+  DSV41_TRY(driver->use_device(0));
+  DSV41_ASSIGN_OR_RETURN(std::string arch, driver->device_arch());
+  // sm_90a cubins load on compute capability 9.0 only.
+  std::string target_base = target.arch;
+  if (!target_base.empty() && target_base.back() == 'a') target_base.pop_back();
+  if (arch != target_base)
+    return Status::errorf("the kernels are compiled for target {} ({}), this device is {}", target.name, target.arch,
+                          driver->describe_device());
+  return Device{driver, arch};
+}
+
+GpuSetup gpu_setup() {
+  GpuSetup s;
+  auto target = find_target("h200");
+  if (!target.is_ok()) {
+    s.skip = target.status().message();
+    return s;
+  }
+  s.target = *target;
+  auto device = open_device(s.target);
+  if (device.is_ok()) {
+    s.device = *device;
+    std::printf("device: %s; run seed %llu\n", device->driver->describe_device().c_str(),
+                static_cast<unsigned long long>(run_seed()));
+  } else if (!dry_run()) {
+    s.skip = device.status().message();
+  } else {
+    std::printf("DSV41_GPU_DRY: no GPU (%s); planning, inputs and CPU ops only; run seed %llu\n",
+                device.status().message().c_str(), static_cast<unsigned long long>(run_seed()));
+  }
+  return s;
+}
+
+std::vector<int32_t> compile_and_load(const std::vector<const Case*>& list, const Target& target, const Device& device,
+                                      std::unique_ptr<KernelLauncher>& launcher) {
+  std::vector<int32_t> kernel_of(list.size(), -1);
+  std::vector<CompiledKernel> compiled;
+  std::vector<KernelJob> jobs;
+  for (const Case* c : list) jobs.push_back({c->variant.variant, c->variant.threads});
+  BuildOptions options;
+  options.cache_dir = env_text("DSV41_CACHE") ? env_text("DSV41_CACHE") : (scratch_dir() / "kernel-cache").string();
+  const auto start = std::chrono::steady_clock::now();
+  auto built = build_kernels(jobs, options);
+  if (built.is_ok()) {
+    compiled = std::move(built).value();
+  } else {
+    // One variant that does not compile must not hide the others: compile them one by one.
+    ADD_FAILURE() << "NVRTC: " << built.status().message();
+    compiled.resize(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      auto one = build_kernels({jobs[i]}, options);
+      if (one.is_ok()) compiled[i] = std::move(one->front());
+      else if (one.status().message() != built.status().message()) ADD_FAILURE() << "NVRTC: " << one.status().message();
+    }
+  }
+  std::printf("compiled %zu variants in %.1f s (NVRTC %s, cache %s)\n", compiled.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              nvrtc_version().c_str(), options.cache_dir.c_str());
+  launcher = std::make_unique<KernelLauncher>(*device.driver);
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (compiled[i].cubin.empty()) continue;  // did not compile (reported)
+    const Status fits = check_resources(compiled[i], target);
+    EXPECT_TRUE(fits.is_ok()) << fits.message();
+    auto loaded = launcher->load(compiled[i].cubin, compiled[i].variant.entry, list[i]->key);
+    EXPECT_TRUE(loaded.is_ok()) << loaded.status().message();
+    if (loaded.is_ok()) kernel_of[i] = *loaded;
+  }
+  return kernel_of;
+}
+
+CallEnv call_env(const CallSite& site) {
+  CallEnv env;
+  env.rows = site.phase->rows;
+  const CallLists* lists = site.lists;
+  const Phase* phase = site.phase;
+  const WeightPlan* weights = site.weights;
+  env.buffer = [lists, phase](const Arg& a) -> const BufferDecl* {
+    const int64_t i = a.ints.empty() ? -1 : a.ints[0];
+    if (a.kind == ArgKind::Scratch && i >= 0 && i < static_cast<int64_t>(phase->buffers.size())) return &phase->buffers[i];
+    if (a.kind == ArgKind::State && i >= 0 && i < static_cast<int64_t>(lists->state_buffers.size()))
+      return &lists->state_buffers[i];
+    return nullptr;
+  };
+  env.weight_shape = [weights](const Arg& a) -> std::vector<int64_t> {
+    const int64_t i = a.ints.empty() ? -1 : a.ints[0];
+    if (i < 0 || i >= static_cast<int64_t>(weights->tensors.size())) return {};
+    return weights->tensors[i].local_shape;
+  };
+  return env;
+}
+
+Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, const CallSite& site,
+               const CallInputs& in, Image& result, int32_t& error_word) {
+  CudaDriver& d = *device.driver;
+  const Call& call = *site.call;
+  gpu::LaunchBindings b;
+  b.rows = in.rows;
+  std::vector<DeviceBuffer> keep;
+  auto upload = [&](const void* data, size_t bytes) -> Result<CUdeviceptr> {
+    DSV41_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::from_host(d, data, bytes));
+    keep.push_back(std::move(buffer));
+    return keep.back().ptr();
+  };
+  DSV41_ASSIGN_OR_RETURN(b.statics, upload(in.image.statics.data(), in.image.statics.size() * 4));
+  DSV41_ASSIGN_OR_RETURN(DeviceBuffer errors, DeviceBuffer::allocate(d, 4));
+  DSV41_TRY(errors.fill(0));
+  b.errors = errors.ptr();
+
+  std::map<int64_t, DeviceBuffer> scratch, state;
+  for (const auto& [index, bytes] : in.image.scratch) {
+    const bool gathered = call.op == "exchange_gather" && call.arg("x").ints[0] == index;
+    DSV41_ASSIGN_OR_RETURN(DeviceBuffer buffer,
+                           gathered ? DeviceBuffer::from_host(d, in.gathered.data(), in.gathered.size() * 4)
+                                    : DeviceBuffer::from_host(d, bytes.data(), bytes.size()));
+    scratch.emplace(index, std::move(buffer));
+  }
+  for (const auto& [index, bytes] : in.image.state) {
+    DSV41_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::from_host(d, bytes.data(), bytes.size()));
+    state.emplace(index, std::move(buffer));
+  }
+  std::map<const HostTensor*, CUdeviceptr> tensors;
+  auto tensor_ptr = [&](const HostTensor* t) -> Result<CUdeviceptr> {
+    if (auto it = tensors.find(t); it != tensors.end()) return it->second;
+    DSV41_ASSIGN_OR_RETURN(CUdeviceptr ptr, upload(t->values.data(), t->values.size() * 4));
+    tensors[t] = ptr;
+    return ptr;
+  };
+  for (const Arg& a : call.args) {
+    switch (a.kind) {
+      case ArgKind::Scratch: b.scratch[a.name] = scratch.at(a.ints[0]).ptr(); break;
+      case ArgKind::State: {
+        const StateLayout& l = in.state_layout.at(a.ints[0]);
+        b.state[a.name] = {state.at(a.ints[0]).ptr(), static_cast<int64_t>(l.stride)};
+        break;
+      }
+      case ArgKind::Weight: {
+        DSV41_ASSIGN_OR_RETURN(b.weights[a.name], tensor_ptr(in.weights.at(a.ints[0]).get()));
+        break;
+      }
+      case ArgKind::WeightList: {
+        std::vector<CUdeviceptr> ptrs;
+        for (const HostTensor* t : in.lists.at(a.name)) {
+          DSV41_ASSIGN_OR_RETURN(CUdeviceptr ptr, tensor_ptr(t));
+          ptrs.push_back(ptr);
+        }
+        DSV41_ASSIGN_OR_RETURN(b.weight_lists[a.name], upload(ptrs.data(), ptrs.size() * sizeof(CUdeviceptr)));
+        break;
+      }
+      case ArgKind::IntList: {
+        std::vector<long long> values(a.ints.begin(), a.ints.end());
+        DSV41_ASSIGN_OR_RETURN(b.int_lists[a.name], upload(values.data(), values.size() * sizeof(long long)));
+        break;
+      }
+      default: break;
+    }
+  }
+  DSV41_TRY(launcher.launch(kernel, call, call_env(site), b));
+  DSV41_TRY(d.synchronize());
+  for (const Output& o : in.outputs) {
+    std::vector<uint8_t>& bytes = o.state ? result.state.at(o.index) : result.scratch.at(o.index);
+    const DeviceBuffer& buffer = o.state ? state.at(o.index) : scratch.at(o.index);
+    DSV41_TRY(buffer.download(bytes.data(), bytes.size()));
+  }
+  return errors.download(&error_word, 4);
+}
+
+const char* error_code_name(int32_t code) {
+  switch (code) {
+    case 1: return "ERR_TOKEN";
+    case 2: return "ERR_EXPERT";
+    case 3: return "ERR_CAPACITY";
+    case 4: return "ERR_SELECTION";
+    case 5: return "ERR_STATICS";
+    default: return "unknown";
+  }
+}
+
+}  // namespace dsv41::gpu_test
