@@ -55,8 +55,11 @@ TEST(AotNeedsGolden, WorldFourRanksPairUpAndDifferOnlyInExpertWidth) {
   EXPECT_NE(r0, r2);
   // Every variant one set has and the other lacks carries the expert width (640 on ranks 0-1, 512 on 2-3).
   for (const auto& [mine, other, width] : {std::tuple{&r0, &r2, "width=640"}, std::tuple{&r2, &r0, "width=512"}})
-    for (const std::string& key : *mine)
-      if (!other->count(key)) EXPECT_NE(key.find(width), std::string::npos) << key;
+    for (const std::string& key : *mine) {
+      if (!other->count(key)) {
+        EXPECT_NE(key.find(width), std::string::npos) << key;
+      }
+    }
 }
 
 TEST(AotNeedsGolden, JsonHasTheDocumentedShape) {

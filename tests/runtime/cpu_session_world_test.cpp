@@ -27,7 +27,7 @@ CallLists sum_phase(bool fail_first) {
   phase.rows = 2;
   phase.buffers = {{"x", DType::F32, {2, 8}, 0, 64}, {"y", DType::F32, {2, 8}, 256, 64}};
   phase.arena_bytes = 512;
-  if (fail_first) phase.calls.push_back(Call{"no_such_op", {}, {}});
+  if (fail_first) phase.calls.push_back(Call{"no_such_op", {}, {}, {}});
   phase.calls.push_back(sum);
   CallLists calls;
   calls.phases.push_back(phase);
