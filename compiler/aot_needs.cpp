@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compiler/emitter.h"
 
 namespace dsv41 {
 
@@ -15,13 +14,10 @@ Result<AotNeeds> aot_needs(const ModelInputs& inputs, const PlanOptions& options
   PlanOptions settled = options;
   DSV41_ASSIGN_OR_RETURN(settled.settings, settle_settings(inputs, options, &needs.warnings));
   std::set<std::string> all;
+  DSV41_ASSIGN_OR_RETURN(std::vector<KernelPlan> plans, bind_every_rank(inputs, settled));
   for (int rank = 0; rank < settled.world; ++rank) {
-    DSV41_ASSIGN_OR_RETURN(RankShare share, plan_share(inputs.config, settled.world, rank));
-    const WeightPlan weights = slice_weights(inputs.match, inputs.pack, share);
-    CallLists calls = emit_call_lists(inputs.config, share, weights, settled.settings);
-    DSV41_ASSIGN_OR_RETURN(KernelPlan kernels, plan_kernels(calls, weights, settled.target, rank));
     RankNeeds r{rank, {}};
-    for (const PlannedVariant& v : kernels.variants) {
+    for (const PlannedVariant& v : plans[rank].variants) {
       r.variants.push_back({v.variant.key, v.launches});
       all.insert(v.variant.key);
     }

@@ -81,7 +81,7 @@ Result<KernelPlan> plan_kernels(CallLists& calls, const WeightPlan& weights, con
       std::copy(dims->grid, dims->grid + 3, call.launch.grid);
       call.launch.dynamic_shared = dims->dynamic_shared;
     }
-    if (!refusal.empty()) plan.refusals.push_back({p, refusal});
+    if (!refusal.empty()) plan.refusals.push_back({p, phase.kind, phase.rows, refusal});
   }
   for (auto& [key, pv] : by_key) plan.variants.push_back(pv);  // std::map: sorted by key
   // Variant indices follow the sorted order.

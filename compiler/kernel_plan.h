@@ -22,7 +22,9 @@ struct PlannedVariant {
 
 // A phase that cannot launch on the target, with the first bound it breaks.
 struct PhaseRefusal {
-  size_t phase = 0;
+  size_t phase = 0;  // index in the rank's phases
+  PhaseKind kind = PhaseKind::Decode;
+  int64_t rows = 0;
   std::string message;  // "rank 2, phase prefill.n4096, call 57 (index_select): shared memory 245760 bytes ..."
 };
 

@@ -2,6 +2,9 @@
 #include "compiler/rank_planner.h"
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -81,11 +84,39 @@ Result<std::vector<CompiledKernel>> compile_rank_kernels(const KernelPlan& kerne
 
 }  // namespace
 
-Result<ServingSettings> apply_refusals(const ServingSettings& settings, const std::vector<RefusedPhase>& refused,
+Result<std::vector<KernelPlan>> bind_every_rank(const ModelInputs& inputs, const PlanOptions& options) {
+  std::vector<std::optional<Result<KernelPlan>>> results(options.world);
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int rank = next++; rank < options.world; rank = next++) {
+      auto share = plan_share(inputs.config, options.world, rank);
+      if (!share.is_ok()) {
+        results[rank] = share.status();
+        continue;
+      }
+      const WeightPlan weights = slice_weights(inputs.match, inputs.pack, *share);
+      CallLists calls = emit_call_lists(inputs.config, *share, weights, options.settings);
+      results[rank] = plan_kernels(calls, weights, options.target, rank);
+    }
+  };
+  const int threads = std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, options.world);
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<KernelPlan> plans;
+  for (auto& r : results) {
+    if (!r->is_ok()) return r->status();
+    plans.push_back(std::move(*r).value());
+  }
+  return plans;
+}
+
+Result<ServingSettings> apply_refusals(const ServingSettings& settings, const std::vector<PhaseRefusal>& refused,
                                        const std::string& target, std::vector<std::string>* warnings) {
   ServingSettings settled = settings;
   std::vector<int64_t> dropped;
-  for (const RefusedPhase& r : refused) {
+  for (const PhaseRefusal& r : refused) {
     const bool optional = r.kind == PhaseKind::Prefill && r.rows != settings.prefill_rows.front();
     if (!optional)
       return Status::errorf("{}; {} cannot be served on target {}", r.message,
@@ -105,15 +136,9 @@ Result<ServingSettings> apply_refusals(const ServingSettings& settings, const st
 Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& options,
                                         std::vector<std::string>* warnings) {
   DSV41_TRY(check_settings(inputs.config, options.settings));
-  std::vector<RefusedPhase> refused;
-  for (int rank = 0; rank < options.world; ++rank) {
-    DSV41_ASSIGN_OR_RETURN(RankShare share, plan_share(inputs.config, options.world, rank));
-    const WeightPlan weights = slice_weights(inputs.match, inputs.pack, share);
-    CallLists calls = emit_call_lists(inputs.config, share, weights, options.settings);
-    DSV41_ASSIGN_OR_RETURN(KernelPlan kernels, plan_kernels(calls, weights, options.target, rank));
-    for (const PhaseRefusal& r : kernels.refusals)
-      refused.push_back({calls.phases[r.phase].kind, calls.phases[r.phase].rows, r.message});
-  }
+  DSV41_ASSIGN_OR_RETURN(std::vector<KernelPlan> plans, bind_every_rank(inputs, options));
+  std::vector<PhaseRefusal> refused;
+  for (const KernelPlan& plan : plans) refused.insert(refused.end(), plan.refusals.begin(), plan.refusals.end());
   return apply_refusals(options.settings, refused, options.target.name, warnings);
 }
 

@@ -50,15 +50,13 @@ struct RankPlan {
 Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& options,
                                         std::vector<std::string>* warnings);
 
-// A phase some rank cannot launch, as settle_settings collects them.
-struct RefusedPhase {
-  PhaseKind kind = PhaseKind::Decode;
-  int64_t rows = 0;
-  std::string message;  // "rank 2, phase prefill.n4096, call 57 (index_select): ..."
-};
+// Every rank's calls bound to their kernels (header-only, no NVRTC), ranks planned in parallel;
+// the first error in rank order.
+Result<std::vector<KernelPlan>> bind_every_rank(const ModelInputs& inputs, const PlanOptions& options);
+
 // settle_settings' decision: an error for a decode bucket or the default prefill size; every other
 // refused prefill size is dropped (once, with a warning).
-Result<ServingSettings> apply_refusals(const ServingSettings& settings, const std::vector<RefusedPhase>& refused,
+Result<ServingSettings> apply_refusals(const ServingSettings& settings, const std::vector<PhaseRefusal>& refused,
                                        const std::string& target, std::vector<std::string>* warnings);
 
 // Refuses settings that cannot be served (context, slots, row counts), naming the flag.

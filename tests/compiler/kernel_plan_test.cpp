@@ -99,21 +99,21 @@ TEST(KernelPlan, AnOptionalPrefillSizeThatBreaksABoundIsDroppedWithAWarning) {
   ServingSettings settings;
   settings.prefill_rows = {2048, 1024, 4096};
   std::vector<std::string> warnings;
-  const std::vector<RefusedPhase> optional = {
-      {PhaseKind::Prefill, 4096, "rank 0, phase prefill.n4096, call 9 (op): bound"},
-      {PhaseKind::Prefill, 4096, "rank 1, phase prefill.n4096, call 9 (op): bound"}};
+  const std::vector<PhaseRefusal> optional = {
+      {2, PhaseKind::Prefill, 4096, "rank 0, phase prefill.n4096, call 9 (op): bound"},
+      {2, PhaseKind::Prefill, 4096, "rank 1, phase prefill.n4096, call 9 (op): bound"}};
   auto settled = apply_refusals(settings, optional, "h200", &warnings);
   ASSERT_TRUE(settled.is_ok()) << settled.status().message();
   EXPECT_EQ(settled->prefill_rows, (std::vector<int64_t>{2048, 1024}));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0], "--prefill-rows 4096 dropped: rank 0, phase prefill.n4096, call 9 (op): bound");
 
-  auto refused = apply_refusals(settings, {{PhaseKind::Prefill, 2048, "rank 3, phase prefill.n2048: bound"}}, "h200",
+  auto refused = apply_refusals(settings, {{1, PhaseKind::Prefill, 2048, "rank 3, phase prefill.n2048: bound"}}, "h200",
                                 &warnings);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().message(),
             "rank 3, phase prefill.n2048: bound; the default prefill segment 2048 cannot be served on target h200");
-  refused = apply_refusals(settings, {{PhaseKind::Decode, 8, "rank 1, phase decode.r8: bound"}}, "h200", &warnings);
+  refused = apply_refusals(settings, {{0, PhaseKind::Decode, 8, "rank 1, phase decode.r8: bound"}}, "h200", &warnings);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().message(), "rank 1, phase decode.r8: bound; decode bucket 8 cannot be served on target h200");
 }

@@ -78,7 +78,9 @@ TEST(WeightPlanSlices, TinyReleaseWorld3Rank1RunsMatchAHandCount) {
     EXPECT_EQ(run.offset - base, e.offset);
     EXPECT_EQ(run.length, e.length);
     EXPECT_EQ(run.count, e.count);
-    if (e.count > 1) EXPECT_EQ(run.stride, e.stride);
+    if (e.count > 1) {
+      EXPECT_EQ(run.stride, e.stride);
+    }
   }
 }
 
