@@ -31,6 +31,35 @@ __device__ __forceinline__ float swiglu(float g, float u, float weight, float li
   const float silu = __fmul_rn(g, __fdiv_rn(1.0f, __fadd_rn(1.0f, e)));
   return round_as<DT>(__fmul_rn(__fmul_rn(weight, silu), u));
 }
+
+// outr[d] += (b?(weight·silu(min(g, L))·clamp(u, −L, L)) of one expert)·w2ᵀ for one row held in xs:
+// one 8-lane group per activation column into act[F], then one group per output dim (the same lane
+// adds to outr[d] every time, so the sum runs in the CPU's order). Shared with shared_expert.
+template <int dtype_x, int D, int F>
+__device__ __forceinline__ void add_expert(const float* xs, const float* w1e, const float* w3e, const float* w2e,
+                                           float weight, float limit, float* act, float* outr) {
+  const int k8 = threadIdx.x & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
+  for (int base = 0; base < F; base += groups) {
+    const int f = base + group;
+    const bool valid = f < F;
+    const long long off = static_cast<long long>(valid ? f : 0) * D;
+    const float g = group8_dot([&](long long i) { return w1e[off + i]; }, [&](long long i) { return xs[i]; },
+                               valid ? D : 0, k8);
+    const float u = group8_dot([&](long long i) { return w3e[off + i]; }, [&](long long i) { return xs[i]; },
+                               valid ? D : 0, k8);
+    if (valid && k8 == 0) act[f] = swiglu<dtype_x>(g, u, weight, limit);
+  }
+  __syncthreads();
+  for (int base = 0; base < D; base += groups) {
+    const int d = base + group;
+    const bool valid = d < D;
+    const long long off = static_cast<long long>(valid ? d : 0) * F;
+    const float down = group8_dot([&](long long i) { return w2e[off + i]; }, [&](long long i) { return act[i]; },
+                                  valid ? F : 0, k8);
+    if (valid && k8 == 0) outr[d] = __fadd_rn(outr[d], down);
+  }
+  __syncthreads();  // act is rewritten by the next expert
+}
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace moe_experts_detail
 
@@ -63,37 +92,13 @@ __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors e
   } else {
     for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
     __syncthreads();
-    const int k8 = threadIdx.x & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
     for (int k = 0; k < K; ++k) {
       const int e = idr[k];
       if (e < 0 || e >= experts) {
         if (threadIdx.x == 0) report_error(errors, ERR_EXPERT);
         continue;
       }
-      const float weight = wr[k];
-      const float* w1e = w1[e];
-      const float* w3e = w3[e];
-      const float* w2e = w2[e];
-      for (int base = 0; base < F; base += groups) {
-        const int f = base + group;
-        const bool valid = f < F;
-        const long long off = static_cast<long long>(valid ? f : 0) * D;
-        const float g = group8_dot([&](long long i) { return w1e[off + i]; }, [&](long long i) { return xs[i]; },
-                                   valid ? D : 0, k8);
-        const float u = group8_dot([&](long long i) { return w3e[off + i]; }, [&](long long i) { return xs[i]; },
-                                   valid ? D : 0, k8);
-        if (valid && k8 == 0) act[f] = swiglu<dtype_x>(g, u, weight, limit);
-      }
-      __syncthreads();
-      for (int base = 0; base < D; base += groups) {
-        const int d = base + group;
-        const bool valid = d < D;
-        const long long off = static_cast<long long>(valid ? d : 0) * F;
-        const float down = group8_dot([&](long long i) { return w2e[off + i]; }, [&](long long i) { return act[i]; },
-                                      valid ? F : 0, k8);
-        if (valid && k8 == 0) outr[d] = __fadd_rn(outr[d], down);
-      }
-      __syncthreads();  // act is rewritten by the next expert
+      add_expert<dtype_x, D, F>(xs, w1[e], w3[e], w2[e], wr[k], limit, act, outr);
     }
   }
 #endif

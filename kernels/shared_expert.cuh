@@ -7,29 +7,9 @@
 // activation column (lane k holds partial sum k of g and u), then one group per output dim d.
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "moe_experts.cuh"
 
 namespace dsv41k {
-namespace shared_expert_detail {
-constexpr int kThreads = 256;
-__device__ constexpr long long static_shared_bytes(long long d, long long f) { return 4 * d + 4 * (f > 0 ? f : 1); }
-
-#ifndef DSV41_CONTRACT_SCAN
-
-// b?(1·silu(min(g, L))·clamp(u, −L, L)) as the CPU (std::min/std::clamp: NaN passes through).
-template <int DT>
-__device__ __forceinline__ float swiglu(float g, float u, float limit) {
-  if (limit > 0.0f) {
-    g = limit < g ? limit : g;
-    u = u < -limit ? -limit : (limit < u ? limit : u);
-  }
-  const float e = static_cast<float>(exp(-static_cast<double>(g)));
-  const float silu = __fmul_rn(g, __fdiv_rn(1.0f, __fadd_rn(1.0f, e)));
-  return round_as<DT>(__fmul_rn(silu, u));  // weight·silu with weight 1 is silu exactly
-}
-#endif  // DSV41_CONTRACT_SCAN
-}  // namespace shared_expert_detail
-
 namespace entry {
 
 template <long long hidden, long long width, int dtype_x>
@@ -37,10 +17,9 @@ __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratc
                                               Real limit, Scratch out) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && width >= 0, "shared_expert constants out of range");
-  static_assert(shared_expert_detail::static_shared_bytes(hidden, width) <= 46 * 1024,
+  static_assert(moe_experts_detail::static_shared_bytes(hidden, width) <= 46 * 1024,
                 "the row and the activation must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
-  using namespace shared_expert_detail;
   constexpr int D = static_cast<int>(hidden), F = static_cast<int>(width);
   __shared__ float xs[D];
   __shared__ float act[F > 0 ? F : 1];
@@ -50,26 +29,8 @@ __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratc
   float* outr = static_cast<float*>(out) + r * D;
   for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
   __syncthreads();
-  const int k8 = threadIdx.x & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
-  for (int base = 0; base < F; base += groups) {
-    const int f = base + group;
-    const bool valid = f < F;
-    const long long off = static_cast<long long>(valid ? f : 0) * D;
-    const float g = group8_dot([&](long long i) { return w1[off + i]; }, [&](long long i) { return xs[i]; },
-                               valid ? D : 0, k8);
-    const float u = group8_dot([&](long long i) { return w3[off + i]; }, [&](long long i) { return xs[i]; },
-                               valid ? D : 0, k8);
-    if (valid && k8 == 0) act[f] = swiglu<dtype_x>(g, u, limit);
-  }
-  __syncthreads();
-  for (int base = 0; base < D; base += groups) {
-    const int d = base + group;
-    const bool valid = d < D;
-    const long long off = static_cast<long long>(valid ? d : 0) * F;
-    const float down = group8_dot([&](long long i) { return w2[off + i]; }, [&](long long i) { return act[i]; },
-                                  valid ? F : 0, k8);
-    if (valid && k8 == 0) outr[d] = __fadd_rn(outr[d], down);
-  }
+  // weight 1: 1·silu is silu exactly, so the bits are those of the CPU's unweighted form.
+  moe_experts_detail::add_expert<dtype_x, D, F>(xs, static_cast<const float*>(w1), w3, w2, 1.0f, limit, act, outr);
 #endif
 }
 
