@@ -111,7 +111,7 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
     const int slot = row_slot(statics, r);
     if (slot < 0) continue;
     const long long p = row_position(statics, r);
-    if (p < 0) {
+    if (p < 0 || !slot_in(slot, cache) || !slot_in(slot, index_cache) || !slot_in(slot, tail)) {
       if (threadIdx.x == 0) report_error(errors, ERR_STATICS);
       continue;
     }

@@ -233,8 +233,8 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   }
   const long long p = row_position(statics, r);
   const long long n_long = p < 0 ? -1 : (p + 1) / ratio;
-  if (n_long < 0 || n_long > index_cache_rows) {
-    if (threadIdx.x == 0) report_error(errors, n_long < 0 ? ERR_STATICS : ERR_CAPACITY);
+  if (n_long < 0 || n_long > index_cache_rows || !slot_in(slot, index_cache)) {
+    if (threadIdx.x == 0) report_error(errors, n_long > index_cache_rows ? ERR_CAPACITY : ERR_STATICS);
     for (int i = threadIdx.x; i < K; i += blockDim.x) outr[i] = -1;
     if constexpr (mode == 1)
       for (int i = threadIdx.x; i < CB; i += blockDim.x) candr[i] = -1;

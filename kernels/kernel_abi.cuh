@@ -30,6 +30,7 @@ typedef void* Scratch;                 // a scratch buffer; its dtype is the tem
 struct State {                         // a per-slot state buffer: slot s's copy is at base + s * slot_stride
   char* base;
   long long slot_stride;
+  long long slots;                     // copies allocated: a statics slot at or above it is refused
 };
 typedef const float* Weight;           // fp32, the rank's local shape
 typedef const float* const* WeightList;  // device array of weight pointers (e.g. every expert's w1)
@@ -88,6 +89,9 @@ __device__ __forceinline__ float round_as(float v) {
 }
 
 __device__ __forceinline__ char* slot_base(const State& s, int slot) { return s.base + slot * s.slot_stride; }
+// A statics slot every given state buffer holds (the runtime writes the statics, but a kernel never
+// trusts an index it did not compute). Absent optional buffers (null base) do not limit.
+__device__ __forceinline__ bool slot_in(int slot, const State& s) { return !s.base || slot < s.slots; }
 
 // Statics of row r.
 __device__ __forceinline__ int row_token(Statics s, long long r) { return s[r * 4 + 0]; }

@@ -62,7 +62,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   }
   const long long p = row_position(statics, r), f = row_first(statics, r);
   const bool consistent = p >= 0 && f >= 0 && f <= r && row_slot(statics, f) == slot &&
-                          p - row_position(statics, f) == r - f;
+                          p - row_position(statics, f) == r - f && slot_in(slot, ring) && slot_in(slot, cache);
   if (!consistent) {
     if (threadIdx.x == 0) report_error(errors, ERR_STATICS);
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) store<dtype_out>(out, out0 + d, 0.0f);

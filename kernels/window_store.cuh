@@ -34,8 +34,8 @@ __device__ __forceinline__ void window_store(Rows rows, Statics statics, Scratch
   const int slot = row_slot(statics, r);
   if (slot < 0) return;  // inactive: nothing is stored
   const long long position = row_position(statics, r);
-  if (position < 0 || window > ring_rows) {
-    if (tid == 0) report_error(errors, position < 0 ? ERR_STATICS : ERR_CAPACITY);
+  if (position < 0 || !slot_in(slot, ring) || window > ring_rows) {
+    if (tid == 0) report_error(errors, window > ring_rows ? ERR_CAPACITY : ERR_STATICS);
     return;
   }
   const long long entry = position % window;

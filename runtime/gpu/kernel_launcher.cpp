@@ -11,8 +11,9 @@ namespace {
 struct StateParam {
   uint64_t base;
   long long slot_stride;
+  long long slots;
 };
-static_assert(sizeof(StateParam) == 16, "State is { char* base; long long slot_stride; }");
+static_assert(sizeof(StateParam) == 24, "State is { char* base; long long slot_stride; long long slots; }");
 static_assert(sizeof(CUdeviceptr) == sizeof(void*), "device pointers are passed as host-sized pointers");
 
 template <class T>
@@ -34,6 +35,7 @@ size_t KernelParams::value_size(size_t i) const {
 }
 
 void KernelParams::add(std::string name, ParamType type, const void* bytes, size_t size) {
+  DSV41_CHECK(size <= sizeof(Slot::bytes));  // a parameter type larger than a slot is a bug here
   Slot slot{};
   std::memcpy(slot.bytes, bytes, size);
   names_.push_back(std::move(name));
@@ -84,10 +86,10 @@ Result<KernelParams> marshal_params(const Call& call, const CallEnv& env, const 
         break;
       }
       case ParamType::State: {
-        StateParam s{0, 0};
+        StateParam s{0, 0, 0};
         if (arg) {
           DSV41_ASSIGN_OR_RETURN(DeviceState d, bound(bindings.state, call, name, p.type));
-          s = {d.base, d.slot_stride};
+          s = {d.base, d.slot_stride, d.slots};
         }
         params.add(name, p.type, &s, sizeof(s));
         break;

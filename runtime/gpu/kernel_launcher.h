@@ -16,11 +16,12 @@
 
 namespace dsv41::gpu {
 
-// A State parameter: slot 0's copy of the buffer and the distance between two slots' copies
+// A State parameter: slot 0's copy of the buffer, the distance between two slots' copies and their count
 // (kernels/kernel_abi.cuh's State, passed by value).
 struct DeviceState {
   CUdeviceptr base = 0;
   int64_t slot_stride = 0;
+  int64_t slots = 0;  // copies allocated; kernels refuse a statics slot at or above it
 };
 
 // What a call's arguments are bound to on the device, by argument name. An optional argument the
@@ -49,7 +50,7 @@ class KernelParams {
   size_t size() const { return names_.size(); }
   const std::string& name(size_t i) const { return names_[i]; }
   ParamType type(size_t i) const { return types_[i]; }
-  // The bytes of parameter i as the kernel receives them (8 bytes, 4 for Real, 16 for State).
+  // The bytes of parameter i as the kernel receives them (8 bytes, 4 for Real, 24 for State).
   const void* value(size_t i) const { return slots_[i].bytes; }
   size_t value_size(size_t i) const;
   void** pointers();
@@ -58,7 +59,7 @@ class KernelParams {
 
  private:
   struct alignas(16) Slot {
-    unsigned char bytes[16];
+    unsigned char bytes[32];  // the largest parameter, State, is 24 bytes
   };
   std::vector<std::string> names_;
   std::vector<ParamType> types_;
@@ -68,7 +69,7 @@ class KernelParams {
 
 // The parameters of `call`'s kernel in contract order: Rows → bindings.rows; Statics, Errors →
 // their pointers; Scratch / Weight / WeightList / IntList → the bound pointer (null when an
-// optional argument is absent); State → {base, slot_stride}; Int → int_param_value(call, env, name);
+// optional argument is absent); State → {base, slot_stride, slots}; Int → int_param_value(call, env, name);
 // Real → the call's Float argument as float. Refuses an op without a contract, or an argument the
 // call has but `bindings` lacks, naming the op and the argument.
 Result<KernelParams> marshal_params(const Call& call, const CallEnv& env, const LaunchBindings& bindings);

@@ -152,7 +152,7 @@ Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, c
       case ArgKind::Scratch: b.scratch[a.name] = scratch.at(a.ints[0]).ptr(); break;
       case ArgKind::State: {
         const StateLayout& l = in.state_layout.at(a.ints[0]);
-        b.state[a.name] = {state.at(a.ints[0]).ptr(), static_cast<int64_t>(l.stride)};
+        b.state[a.name] = {state.at(a.ints[0]).ptr(), static_cast<int64_t>(l.stride), l.slots};
         break;
       }
       case ArgKind::Weight: {

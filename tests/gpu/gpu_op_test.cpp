@@ -162,15 +162,11 @@ void report_without_kernel(const std::set<std::string>& ops) {
   ADD_FAILURE() << "ops without a kernel in kernels/ (their calls were not checked): " << names;
 }
 
-TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
-  GpuSetup s = gpu_setup();
-  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  auto inputs = synth_inputs("dsv41-tiny", SynthFormat::BF16, 1);
-  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
-  std::map<std::string, Case> cases;
-  std::set<std::string> without_kernel;
-  // A key is represented by a call of the largest phase of at most kTinyMaxRows rows (more rows, more
-  // sequences per step; else the smallest phase), then by the call reading the fewest weight elements.
+// The tiny fixture's variants at worlds 1-4 (activations bf16 and f32), one call each: the call of
+// the largest phase of at most kTinyMaxRows rows (more rows, more sequences per step; else the
+// smallest phase), then the one reading the fewest weight elements.
+void collect_tiny(const ModelInputs& inputs, const Target& target, std::map<std::string, Case>& cases,
+                  std::set<std::string>& without_kernel) {
   auto better = [](const Case& a, const Case& b) {
     auto rank_rows = [](int64_t rows) { return rows <= kTinyMaxRows ? -rows : rows; };
     const int64_t ra = rank_rows(a.lists->calls.phases[a.phase].rows), rb = rank_rows(b.lists->calls.phases[b.phase].rows);
@@ -189,17 +185,65 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
     settings.activations = activations;
     for (int world = 1; world <= 4; ++world)
       for (int rank = 0; rank < world; ++rank) {
-        auto r = plan_lists(*inputs, fmt::format("tiny act={}", dtype_name(activations)), world, rank, settings,
-                            s.target, without_kernel);
+        auto r = plan_lists(inputs, fmt::format("tiny act={}", dtype_name(activations)), world, rank, settings, target,
+                            without_kernel);
         ASSERT_TRUE(r.is_ok()) << "tiny world " << world << " rank " << rank << ": " << r.status().message();
         std::vector<size_t> phases((*r)->calls.phases.size());
         std::iota(phases.begin(), phases.end(), size_t{0});
         collect(cases, *r, phases, nullptr, better);
       }
   }
+}
+
+TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  auto inputs = synth_inputs("dsv41-tiny", SynthFormat::BF16, 1);
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  std::map<std::string, Case> cases;
+  std::set<std::string> without_kernel;
+  collect_tiny(*inputs, s.target, cases, without_kernel);
   report_without_kernel(without_kernel);
   std::printf("tiny: %zu distinct variants\n", cases.size());
   counts().tiny += check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+}
+
+// Bad statics never reach memory: every active row names a slot the state buffers do not have; each
+// kernel that indexes state by slot reports ERR_STATICS, and those that write state (compress,
+// window_store) leave every byte of it as it was.
+TEST(GpuOps, AStaticsSlotBeyondTheStateIsRefusedAndNothingIsWritten) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  if (!s.device) GTEST_SKIP() << "needs the GPU (DSV41_GPU_DRY)";
+  auto inputs = synth_inputs("dsv41-tiny", SynthFormat::BF16, 1);
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  std::map<std::string, Case> all, cases;
+  std::set<std::string> without_kernel;
+  collect_tiny(*inputs, s.target, all, without_kernel);
+  for (const auto& [key, c] : all)
+    for (const char* op : {"window_store", "compress", "index_select", "sparse_attention"})
+      if (key.rfind(std::string(op) + "{", 0) == 0) cases.emplace(key, c);
+  ASSERT_GE(cases.size(), 4u);
+  std::vector<const Case*> list;
+  for (const auto& [key, c] : cases) list.push_back(&c);
+  std::unique_ptr<KernelLauncher> launcher;
+  const std::vector<int32_t> kernel_of = compile_and_load(list, s.target, *s.device, launcher);
+  for (size_t i = 0; i < list.size(); ++i) {
+    SCOPED_TRACE(list[i]->key);
+    ASSERT_GE(kernel_of[i], 0);
+    const CallSite site = site_of(*list[i]);
+    auto in = make_inputs(site, mix_seed(run_seed(), hash_text(list[i]->key)));
+    ASSERT_TRUE(in.is_ok()) << in.status().message();
+    for (size_t r = 0; r * 4 < in->image.statics.size(); ++r)
+      if (in->image.statics[r * 4 + 1] >= 0) in->image.statics[r * 4 + 1] = in->slots;  // one past the last slot
+    Image gpu = in->image;
+    int32_t error_word = -1;
+    const Status status = run_gpu(*s.device, *launcher, kernel_of[i], site, *in, gpu, error_word);
+    ASSERT_TRUE(status.is_ok()) << status.message();
+    EXPECT_EQ(error_word, 5) << "expected ERR_STATICS, got " << error_code_name(error_word);
+    EXPECT_TRUE(gpu.state == in->image.state) << "a state buffer was written";
+  }
+  std::printf("bad slots refused by %zu variants\n", list.size());
 }
 
 TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {

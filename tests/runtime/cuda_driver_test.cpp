@@ -77,5 +77,35 @@ TEST(KernelLauncher, MarshalsParametersInContractOrder) {
   EXPECT_NE(missing.status().message().find("argument w"), std::string::npos) << missing.status().message();
 }
 
+// A State travels whole: base, per-slot stride and slot count, 24 bytes (a kernel reads all three).
+TEST(KernelLauncher, MarshalsAStateWithItsSlotCount) {
+  Call call;
+  call.op = "window_store";
+  call.constants = {{"window", 16}, {"head_dim", 64}};
+  call.args = {{"statics", ArgKind::Statics, {}, 0}, {"kv", ArgKind::Scratch, {0}, 0}, {"ring", ArgKind::State, {0}, 0}};
+  const BufferDecl kv{"kv", DType::BF16, {4, 64}, 0, 512}, ring{"ring", DType::BF16, {16, 64}, 0, 2048};
+  CallEnv env;
+  env.rows = 4;
+  env.buffer = [&](const Arg& a) -> const BufferDecl* { return a.kind == ArgKind::State ? &ring : &kv; };
+  LaunchBindings b;
+  b.rows = 4;
+  b.scratch = {{"kv", 0x3000}};
+  b.state = {{"ring", {0x7000, 2048, 5}}};
+  auto params = marshal_params(call, env, b);
+  ASSERT_TRUE(params.is_ok()) << params.status().message();
+  bool found = false;
+  for (size_t i = 0; i < params->size(); ++i) {
+    if (params->name(i) != "ring") continue;
+    found = true;
+    ASSERT_EQ(params->value_size(i), 24u);
+    int64_t v[3];
+    std::memcpy(v, params->value(i), sizeof(v));
+    EXPECT_EQ(v[0], 0x7000);
+    EXPECT_EQ(v[1], 2048);
+    EXPECT_EQ(v[2], 5);
+  }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace dsv41::gpu
