@@ -7,14 +7,6 @@
 
 namespace dsv41 {
 
-Result<DType> arg_dtype(const Call& call, const CallEnv& env, const std::string& arg) {
-  const Arg* a = call.find_arg(arg);
-  if (!a) return Status::errorf("op {}: argument {} missing", call.op, arg);
-  const BufferDecl* decl = env.buffer ? env.buffer(*a) : nullptr;
-  if (!decl) return Status::errorf("op {}: argument {} is not a planned buffer", call.op, arg);
-  return decl->dtype;
-}
-
 Result<int64_t> arg_rows(const Call& call, const CallEnv& env, const std::string& arg) {
   const Arg* a = call.find_arg(arg);
   if (!a) return Status::errorf("op {}: argument {} missing", call.op, arg);

@@ -5,12 +5,8 @@
 namespace dsv41 {
 
 Result<LaunchDims> launch_embed(const Call& call, const CallEnv& env) {
-  constexpr int64_t kThreads = 256;  // kernels/embed.cuh: one thread per column, every stream
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = env.rows;
-  d.grid[1] = ceil_div(call.constant("hidden"), kThreads);
-  return d;
+  // kernels/embed.cuh: one thread per column, every stream
+  return row_by_columns(env, call.constant("hidden"), 256);
 }
 
 Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
@@ -29,12 +25,8 @@ Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env)
 }
 
 Result<LaunchDims> launch_hc_post(const Call& call, const CallEnv& env) {
-  constexpr int64_t kThreads = 256;  // kernels/hc_post.cuh: one thread per column, every stream
-  LaunchDims d;
-  d.block = kThreads;
-  d.grid[0] = env.rows;
-  d.grid[1] = ceil_div(call.constant("hidden"), kThreads);
-  return d;
+  // kernels/hc_post.cuh: one thread per column, every stream
+  return row_by_columns(env, call.constant("hidden"), 256);
 }
 
 }  // namespace dsv41

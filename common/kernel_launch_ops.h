@@ -15,6 +15,14 @@ inline LaunchDims one_block_per_row(const CallEnv& env, int64_t threads) {
   d.grid[0] = env.rows;
   return d;
 }
+// One block row per phase row, `threads`-wide blocks across `columns` (grid (R, ceil(columns/threads))).
+inline LaunchDims row_by_columns(const CallEnv& env, int64_t columns, int64_t threads) {
+  LaunchDims d;
+  d.block = threads;
+  d.grid[0] = env.rows;
+  d.grid[1] = ceil_div(columns, threads);
+  return d;
+}
 inline LaunchDims one_thread_per_element(int64_t elements, int64_t threads) {
   LaunchDims d;
   d.block = threads;
@@ -22,8 +30,6 @@ inline LaunchDims one_thread_per_element(int64_t elements, int64_t threads) {
   return d;
 }
 
-// The dtype of a buffer argument (Scratch or State), or an error naming the op and the argument.
-Result<DType> arg_dtype(const Call& call, const CallEnv& env, const std::string& arg);
 // The first dimension of a weight or state argument (a table's rows, a cache's capacity).
 Result<int64_t> arg_rows(const Call& call, const CallEnv& env, const std::string& arg);
 

@@ -52,6 +52,7 @@ std::string variant_arch(const Target& target) { return target.arch.empty() ? "n
 Result<KernelPlan> plan_kernels(CallLists& calls, const WeightPlan& weights, const Target& target, int rank) {
   const std::string arch = variant_arch(target);
   std::map<std::string, PlannedVariant> by_key;
+  std::vector<std::vector<std::string>> keys(calls.phases.size());  // each call's key, indexed below
   KernelPlan plan;
   for (size_t p = 0; p < calls.phases.size(); ++p) {
     Phase& phase = calls.phases[p];
@@ -80,6 +81,7 @@ Result<KernelPlan> plan_kernels(CallLists& calls, const WeightPlan& weights, con
       call.launch.block = dims->block;
       std::copy(dims->grid, dims->grid + 3, call.launch.grid);
       call.launch.dynamic_shared = dims->dynamic_shared;
+      keys[p].push_back(variant->key);
     }
     if (!refusal.empty()) plan.refusals.push_back({p, phase.kind, phase.rows, refusal});
   }
@@ -87,10 +89,9 @@ Result<KernelPlan> plan_kernels(CallLists& calls, const WeightPlan& weights, con
   // Variant indices follow the sorted order.
   std::map<std::string, int32_t> index;
   for (size_t i = 0; i < plan.variants.size(); ++i) index[plan.variants[i].variant.key] = static_cast<int32_t>(i);
-  for (Phase& phase : calls.phases) {
-    const CallEnv env = env_of(calls, phase, weights);
-    for (Call& call : phase.calls) call.launch.variant = index.at(variant_of(call, env, arch)->key);
-  }
+  for (size_t p = 0; p < calls.phases.size(); ++p)
+    for (size_t c = 0; c < calls.phases[p].calls.size(); ++c)
+      calls.phases[p].calls[c].launch.variant = index.at(keys[p][c]);
   return plan;
 }
 
