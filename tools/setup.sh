@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PACKAGES=(
-  g++ cmake ninja-build
+  g++ cmake ninja-build ccache
   libflatbuffers-dev flatbuffers-compiler
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libxxhash-dev libspdlog-dev libfmt-dev
