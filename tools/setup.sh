@@ -2,7 +2,7 @@
 # tools/setup.sh — installs the Debian packages dsv41 needs (only the missing ones), then configures and builds.
 #
 #   tools/setup.sh              packages, then a RelWithDebInfo Ninja build in build/
-#   tools/setup.sh --sanitize   packages, then an AddressSanitizer+UBSan build in build-asan/
+#   tools/setup.sh --sanitize   packages, then a lean AddressSanitizer+UBSan build in build-asan/ (no model or GPU suites)
 #   tools/setup.sh --no-build   packages only
 #
 # Safe to run again: installed packages are skipped and the build is incremental.
@@ -65,9 +65,11 @@ fi
 
 build_dir=${DSV41_BUILD_DIR:-build}
 sanitize_flag=OFF
+long_tests=ON
 if ((sanitize)); then
   build_dir=${DSV41_ASAN_BUILD_DIR:-${build_dir}-asan}
   sanitize_flag=ON
+  long_tests=OFF  # the sanitizer tree is lean: unit and short end-to-end suites (CMakeLists.txt)
 fi
 build_type=${DSV41_BUILD_TYPE:-RelWithDebInfo}
 jobs=${DSV41_JOBS:-$(nproc)}
@@ -79,7 +81,10 @@ if [[ -f "$build_dir/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=
 fi
 
 say "configure $build_dir ($build_type, sanitizers $sanitize_flag)"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DDSV41_SANITIZE="$sanitize_flag" >/dev/null
+# ccache keys on paths relative to the checkout, so another clone of the same commit hits the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DDSV41_SANITIZE="$sanitize_flag" \
+  -DDSV41_LONG_TESTS="$long_tests" >/dev/null
 say "build $build_dir with $jobs jobs"
 start=$SECONDS
 cmake --build "$build_dir" -j "$jobs"
