@@ -43,6 +43,9 @@ Status Link::read_exact(uint8_t* out, size_t n) {
     const ssize_t got = ::recv(socket_.fd(), out, n, 0);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (got == 0) return Status::errorf("{}: connection closed without a stop (the process ended or was killed)", peer_);
+    // A peer that dies with bytes unread resets the connection instead of closing it: the same event.
+    if (got < 0 && errno == ECONNRESET)
+      return Status::errorf("{}: connection closed without a stop (the process ended or was killed; reset)", peer_);
     if (got < 0) return Status::errorf("{}: connection lost: {}", peer_, std::strerror(errno));
     last_heard_ = Clock::now();
     out += got;
