@@ -53,7 +53,9 @@ Status run_generate(GenerateFlags f) {
     f.rank_process.generate = f.options;
     const int rank = f.rank_process.rank;
     f.rank_process.on_peer_failure = [rank](const std::string& reason) { exit_for_peer_failure(rank, reason); };
-    DSV41_ASSIGN_OR_RETURN(result, dist::generate_as_rank(f.rank_process));
+    auto ran = dist::generate_as_rank(f.rank_process);
+    if (!ran.is_ok()) return ran.status().with_context(fmt::format("rank {}", rank));
+    result = std::move(ran).value();
     if (rank != 0) return Status::ok();  // rank 0 prints and writes the result
   } else {
     DSV41_ASSIGN_OR_RETURN(result, generate(f.options));
