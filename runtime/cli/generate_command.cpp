@@ -11,6 +11,8 @@
 #include <fmt/ranges.h>
 
 #include "common/program_file.h"
+#include "runtime/dist/control.h"
+#include "runtime/dist/rank_process.h"
 #include "runtime/generate.h"
 
 namespace dsv41::cli {
@@ -23,7 +25,17 @@ struct GenerateFlags {
   std::string backend = "cpu";
   bool ignore_eos = false, json = false;
   std::string logits_out;
+  // Set by --master: this process is one rank of a world of processes.
+  dist::RankProcessOptions rank_process;
 };
+
+// Another rank failed: this rank can do nothing useful, so it ends at once (from the control
+// connection's reader thread) with the documented code and the first failure's reason.
+void exit_for_peer_failure(int rank, const std::string& reason) {
+  std::fprintf(stderr, "dsv41-rt: rank %d: stopped: another rank failed: %s\n", rank, reason.c_str());
+  std::fflush(stderr);
+  std::_Exit(dist::kExitRankFailed);
+}
 
 Status write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
   std::vector<float> all;
@@ -35,7 +47,19 @@ Status run_generate(GenerateFlags f) {
   if (f.backend == "cuda")
     return Status::error("--backend cuda: the CUDA backend is not built yet; use --backend cpu");
   f.options.stop_at_eos = !f.ignore_eos;
-  DSV41_ASSIGN_OR_RETURN(GenerateResult result, generate(f.options));
+  const bool as_rank = !f.rank_process.master.empty();
+  GenerateResult result;
+  if (as_rank) {
+    f.rank_process.generate = f.options;
+    const int rank = f.rank_process.rank;
+    f.rank_process.on_peer_failure = [rank](const std::string& reason) { exit_for_peer_failure(rank, reason); };
+    auto ran = dist::generate_as_rank(f.rank_process);
+    if (!ran.is_ok()) return ran.status().with_context(fmt::format("rank {}", rank));
+    result = std::move(ran).value();
+    if (rank != 0) return Status::ok();  // rank 0 prints and writes the result
+  } else {
+    DSV41_ASSIGN_OR_RETURN(result, generate(f.options));
+  }
   if (!f.logits_out.empty()) DSV41_TRY(write_logits(f.logits_out, result.logits));
   if (f.json)
     std::printf("{\"tokens\": [%s]}\n", fmt::format("{}", fmt::join(result.tokens, ", ")).c_str());
@@ -82,6 +106,20 @@ Runner add_generate_command(CLI::App& app) {
                   "write the logits as float32 little-endian rows of vocab_size values: the prompt's last row, then "
                   "one row per decode step (every prompt row first with --all-logits)");
   cmd->add_flag("--all-logits", f->options.all_logits, "keep the logits of every prompt row, not only the last");
+  // One rank per process (docs/distributed.md); `dsv41-rt launch` passes these three to each rank.
+  CLI::Option* master = cmd->add_option("--master", f->rank_process.master,
+                                        "HOST:PORT of rank 0's control connection: run only --rank of the world as "
+                                        "this process (rank 0 listens there; PROGRAM_DIR may be this rank's .fb)");
+  cmd->add_option("--rank", f->rank_process.rank, "this process's rank (with --master)")->needs(master)
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--world", f->rank_process.world, "the number of rank processes (with --master)")->needs(master)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--connect-timeout-ms", f->rank_process.connect_timeout_ms,
+                  "how long ranks wait for each other to join (with --master)")
+      ->needs(master)->capture_default_str();
+  cmd->add_option("--step-pause-ms", f->rank_process.step_pause_ms,
+                  "rank 0 pauses before each decode step (tests of fail-fast; with --master)")
+      ->needs(master);
   return [f]() { return run_generate(*f); };
 }
 

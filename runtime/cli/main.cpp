@@ -1,8 +1,9 @@
-// runtime/cli/main.cpp — dsv41-rt: exit 0 ok, 1 refused or invalid input, 2 usage; never a crash.
+// runtime/cli/main.cpp — dsv41-rt: exit 0 ok, 1 refused or invalid input, 2 usage, 3 another rank failed; never a crash.
 #include <cstdio>
 #include <exception>
 
 #include "runtime/cli/generate_command.h"
+#include "runtime/cli/launch_command.h"
 #include "runtime/cli/tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   generate = app.get_subcommand("generate");
   const dsv41::cli::Runner run_tokenize = dsv41::cli::add_tokenize_command(app);
   CLI::App* tokenize = app.get_subcommand("tokenize");
+  const auto run_launch = dsv41::cli::add_launch_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
+    if (app.get_subcommand("launch")->parsed()) return run_launch();
     if (generate->parsed() || tokenize->parsed()) {
       const dsv41::Status status = generate->parsed() ? run_generate() : run_tokenize();
       if (!status.is_ok()) {

@@ -1,0 +1,199 @@
+// runtime/dist/rank_process.cpp — one rank per process: join the world, load this rank's weights, then lead (rank 0) or follow.
+#include "runtime/dist/rank_process.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/ranges.h>
+
+#include "common/model_config.h"
+#include "runtime/cpu/cpu_session.h"
+#include "runtime/dist/control.h"
+#include "runtime/dist/socket_exchange.h"
+
+namespace dsv41::dist {
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<ProgramFile> load_rank_program(const RankProcessOptions& o) {
+  std::error_code ec;
+  const std::string path = fs::is_directory(o.generate.program_dir, ec)
+                               ? (fs::path(o.generate.program_dir) / fmt::format("rank{}.fb", o.rank)).string()
+                               : o.generate.program_dir;
+  DSV41_ASSIGN_OR_RETURN(ProgramFile program, ProgramFile::load(path));
+  if (program.program().rank() != o.rank || program.program().world() != o.world)
+    return Status::errorf("{}: holds rank {} of world {}, but this process is --rank {} --world {}", path,
+                          program.program().rank(), program.program().world(), o.rank, o.world);
+  return program;
+}
+
+std::vector<uint8_t> run_phase_payload(const std::string& phase, const std::vector<int32_t>& statics) {
+  return PayloadWriter().str(phase).i32s(statics).take();
+}
+
+// What rank 0 drives: the phases and statics of every step, checked against the planned settings.
+struct LeaderPlan {
+  std::string prefill_phase;
+  int64_t segment_rows = 0, vocab = 0;
+  int32_t eos = -1;
+};
+
+Result<LeaderPlan> plan_leader(const GenerateOptions& o, const ProgramFile& program) {
+  const fb::Program& p = program.program();
+  DSV41_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(p.config_json()->str(), program.source()));
+  if (o.prompt.empty()) return Status::error("prompt: empty; give at least one token id");
+  for (size_t i = 0; i < o.prompt.size(); ++i)
+    if (o.prompt[i] < 0 || o.prompt[i] >= config.vocab_size)
+      return Status::errorf("prompt[{}]: token id {} outside the vocabulary 0..{}", i, o.prompt[i], config.vocab_size - 1);
+  const int64_t needed = static_cast<int64_t>(o.prompt.size()) + o.max_tokens;
+  if (o.max_tokens < 0 || needed > p.settings()->context())
+    return Status::errorf("prompt of {} tokens + max tokens {} = {} positions: outside the planned context {} of {}",
+                          o.prompt.size(), o.max_tokens, needed, p.settings()->context(), program.source());
+  LeaderPlan plan;
+  plan.vocab = config.vocab_size;
+  plan.eos = o.stop_at_eos ? static_cast<int32_t>(config.eos_token_id) : -1;
+  const auto* planned = p.settings()->prefill_rows();
+  const std::vector<int64_t> sizes = planned ? std::vector<int64_t>(planned->begin(), planned->end()) : std::vector<int64_t>{};
+  plan.segment_rows = o.segment_rows == 0 && !sizes.empty() ? sizes[0] : o.segment_rows;
+  if (plan.segment_rows == 1) {
+    plan.prefill_phase = "decode.r1";
+  } else if (std::find(sizes.begin(), sizes.end(), plan.segment_rows) != sizes.end()) {
+    plan.prefill_phase = fmt::format("prefill.n{}", plan.segment_rows);
+  } else {
+    return Status::errorf("segment rows {}: not a planned prefill size of {} (planned: [{}]; 1 runs token by token)",
+                          o.segment_rows, program.source(), fmt::join(sizes, ", "));
+  }
+  return plan;
+}
+
+class Leader {
+ public:
+  Leader(Control& control, cpu::CpuSession& session) : control_(control), session_(session) {}
+
+  // Every follower first, then this rank: the followers' collectives wait on rank 0's.
+  Status run(const std::string& name, const std::vector<int32_t>& statics) {
+    const Phase* phase = session_.find_phase(name);
+    if (!phase) return Status::errorf("no phase {} in rank 0's program", name);
+    DSV41_TRY(control_.broadcast(FrameType::RunPhase, run_phase_payload(name, statics)));
+    return session_.run(*phase, statics);
+  }
+
+  Result<std::vector<float>> logits(const std::string& name, int64_t row, int64_t vocab) {
+    const Phase* phase = session_.find_phase(name);
+    DSV41_ASSIGN_OR_RETURN(cpu::TensorView view, session_.output(*phase, "logits"));
+    if (view.dtype != DType::F32 || view.numel() != phase->rows * vocab)
+      return Status::errorf("phase {}: logits buffer is not F32 [{}, {}]", name, phase->rows, vocab);
+    std::vector<float> out(static_cast<size_t>(vocab));
+    std::memcpy(out.data(), view.data + row * vocab * 4, out.size() * 4);
+    return out;
+  }
+
+ private:
+  Control& control_;
+  cpu::CpuSession& session_;
+};
+
+Result<GenerateResult> lead(const RankProcessOptions& o, const LeaderPlan& plan, Control& control,
+                            cpu::CpuSession& session) {
+  Leader leader(control, session);
+  GenerateResult out;
+  DSV41_TRY(control.broadcast(FrameType::ResetSlot, PayloadWriter().u32(0).take()));
+  session.reset_slot(0);
+  const std::vector<int32_t>& prompt = o.generate.prompt;
+  const int64_t rows = static_cast<int64_t>(prompt.size()), n = plan.segment_rows;
+  std::vector<float> last;
+  for (int64_t begin = 0; begin < rows; begin += n) {
+    std::vector<int32_t> statics(static_cast<size_t>(n * kStaticsFields), 0);
+    const int64_t active = std::min(n, rows - begin);
+    for (int64_t r = 0; r < n; ++r) {
+      int32_t* row = statics.data() + r * kStaticsFields;
+      row[kStaticToken] = r < active ? prompt[begin + r] : 0;
+      row[kStaticSlot] = r < active ? 0 : -1;
+      row[kStaticPosition] = r < active ? static_cast<int32_t>(begin + r) : 0;
+    }
+    DSV41_TRY(leader.run(plan.prefill_phase, statics));
+    for (int64_t r = o.generate.all_logits ? 0 : active - 1; r < active; ++r) {
+      DSV41_ASSIGN_OR_RETURN(std::vector<float> row, leader.logits(plan.prefill_phase, r, plan.vocab));
+      if (r == active - 1) last = row;
+      if (o.generate.all_logits) out.logits.push_back(std::move(row));
+    }
+  }
+  if (!o.generate.all_logits) out.logits.push_back(last);
+  int32_t next = greedy_token(last.data(), plan.vocab);
+  for (int64_t position = rows; o.generate.max_tokens > 0; ++position) {
+    out.tokens.push_back(next);
+    if (next == plan.eos || static_cast<int>(out.tokens.size()) >= o.generate.max_tokens) break;
+    if (o.step_pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_pause_ms));
+    DSV41_TRY(leader.run("decode.r1", {next, 0, static_cast<int32_t>(position), 0}));
+    DSV41_ASSIGN_OR_RETURN(std::vector<float> row, leader.logits("decode.r1", 0, plan.vocab));
+    next = greedy_token(row.data(), plan.vocab);
+    out.logits.push_back(std::move(row));
+  }
+  DSV41_TRY(control.stop());
+  return out;
+}
+
+Status follow(Control& control, cpu::CpuSession& session) {
+  for (;;) {
+    DSV41_ASSIGN_OR_RETURN(Frame frame, control.next_command());
+    const std::string what = fmt::format("rank 0's {}", frame_type_name(static_cast<uint16_t>(frame.type)));
+    PayloadReader r(frame.payload, what);
+    switch (frame.type) {
+      case FrameType::Stop:
+        return control.stop();
+      case FrameType::ResetSlot: {
+        const uint32_t slot = r.u32("slot");
+        DSV41_TRY(r.finish());
+        if (slot >= static_cast<uint32_t>(session.slots()))
+          return Status::errorf("{}: slot {} outside 0..{}", what, slot, session.slots() - 1);
+        session.reset_slot(static_cast<int>(slot));
+        break;
+      }
+      case FrameType::RunPhase: {
+        const std::string name = r.str("phase");
+        const std::vector<int32_t> statics = r.i32s("statics");
+        DSV41_TRY(r.finish());
+        const Phase* phase = session.find_phase(name);
+        if (!phase) return Status::errorf("{}: no phase {} in this rank's program", what, name);
+        DSV41_TRY(session.run(*phase, statics));
+        break;
+      }
+      default:
+        return Status::errorf("{}: not a command a generate follower takes (RunPhase, ResetSlot, Stop)", what);
+    }
+  }
+}
+
+}  // namespace
+
+Result<GenerateResult> generate_as_rank(const RankProcessOptions& o) {
+  DSV41_ASSIGN_OR_RETURN(ProgramFile program, load_rank_program(o));
+  ControlOptions control_options;
+  control_options.rank = o.rank;
+  control_options.world = o.world;
+  DSV41_ASSIGN_OR_RETURN(control_options.master, parse_host_port(o.master, "--master"));
+  control_options.connect_timeout_ms = o.connect_timeout_ms;
+  control_options.watchdog_ms = o.watchdog_ms;
+  control_options.on_peer_failure = o.on_peer_failure;
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Control> control, Control::join(control_options, facts_of(program, "cpu")));
+  // From here on a failure of this rank is every rank's: tell the others before returning it.
+  auto run = [&]() -> Result<GenerateResult> {
+    LeaderPlan plan;
+    if (control->leader()) {
+      DSV41_ASSIGN_OR_RETURN(plan, plan_leader(o.generate, program));
+    }
+    SocketExchange exchange(*control);
+    DSV41_ASSIGN_OR_RETURN(auto session, cpu::CpuSession::create(program, o.generate.model_dir, exchange));
+    if (control->leader()) return lead(o, plan, *control, *session);
+    DSV41_TRY(follow(*control, *session));
+    return GenerateResult{};
+  };
+  Result<GenerateResult> result = run();
+  if (!result.is_ok()) control->fail(rank_reason(o.rank, result.status().message()));
+  return result;
+}
+
+}  // namespace dsv41::dist

@@ -1,0 +1,190 @@
+// tests/dist/rank_process_e2e.cpp — dsv41-rt ranks as processes: the in-process tokens at worlds 2 and 3, a refused agreement, and fail-fast when a rank is killed.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include "runtime/dist/control.h"
+#include "runtime/dist/socket.h"
+#include "runtime/generate.h"
+#include "tests/runtime/runtime_fixtures.h"
+
+namespace dsv41 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+const std::vector<int32_t> kPrompt = {5, 6, 7, 8, 9, 10, 300, 301, 1000, 17, 4};
+
+std::string prompt_flag() { return fmt::format("{}", fmt::join(kPrompt, ",")); }
+
+std::vector<int32_t> in_process_tokens(const test::fs::path& programs, int max_tokens, int64_t segment_rows) {
+  GenerateOptions o;
+  o.program_dir = programs.string();
+  o.model_dir = test::tiny_pack("release").string();
+  o.prompt = kPrompt;
+  o.max_tokens = max_tokens;
+  o.segment_rows = segment_rows;
+  o.stop_at_eos = false;
+  auto result = generate(o);
+  EXPECT_TRUE(result.is_ok()) << result.status().message();
+  return result.is_ok() ? result->tokens : std::vector<int32_t>{};
+}
+
+std::vector<std::string> generate_args(const test::fs::path& programs, int max_tokens, int64_t segment_rows) {
+  return {"generate", programs.string(), "--model", test::tiny_pack("release").string(), "--prompt-ids", prompt_flag(),
+          "--max-tokens", std::to_string(max_tokens), "--segment-rows", std::to_string(segment_rows), "--ignore-eos"};
+}
+
+// Launches `world` rank processes and compares rank 0's output with the in-process generate().
+void expect_in_process_tokens(int world, int64_t segment) {
+  test::TempDir dir("world");
+  const test::fs::path programs = dir / "programs";
+  test::write_programs(programs, test::tiny_pack("release"), world, test::small_settings());
+  const std::vector<int32_t> want = in_process_tokens(programs, 6, segment);
+  std::vector<std::string> args = {"launch", "--world", std::to_string(world)};
+  for (const std::string& a : generate_args(programs, 6, segment)) args.push_back(a);
+  const test::CommandResult run = test::run_dsv41rt(args);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, fmt::format("{}\n", fmt::join(want, " "))) << "only rank 0 prints, and the same tokens";
+}
+
+TEST(RankProcesses, WorldTwoGivesTheInProcessTokens) { expect_in_process_tokens(2, 0); }
+// Token by token through decode.r1, and an uneven split (world 3 of the tiny model).
+TEST(RankProcesses, WorldThreeGivesTheInProcessTokens) { expect_in_process_tokens(3, 1); }
+
+// One rank process with stderr in a file; exit status collected by wait().
+struct RankProcess {
+  pid_t pid = -1;
+  test::fs::path err;
+  int status = 0;
+  Clock::time_point ended;
+
+  void start(const std::vector<std::string>& args, const test::fs::path& err_path) {
+    err = err_path;
+    pid = fork();
+    if (pid == 0) {
+      FILE* f = freopen(err_path.c_str(), "w", stderr);
+      (void)f;
+      FILE* o = freopen("/dev/null", "w", stdout);
+      (void)o;
+      std::vector<std::string> all = {test::dsv41rt_path()};
+      all.insert(all.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (std::string& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  // Waits up to `limit_ms`; false (and the process killed) when it is still running.
+  bool wait(int limit_ms) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(limit_ms);
+    while (Clock::now() < deadline) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        ended = Clock::now();
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return false;
+  }
+  int exit_code() const { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+  std::string stderr_text() const { return test::read_file(err); }
+};
+
+std::vector<std::string> rank_args(std::vector<std::string> args, int rank, int world, int port) {
+  for (std::string a : {std::string("--rank"), std::to_string(rank), std::string("--world"), std::to_string(world),
+                        std::string("--master"), "127.0.0.1:" + std::to_string(port)})
+    args.push_back(a);
+  return args;
+}
+
+// Kills `victim` of a world of 3 mid-decode (rank 0 pauses 100 ms per step, so 40 steps outlast the
+// kill); every other rank must exit within 2 s with the documented code, naming the victim.
+void kill_one_mid_decode(int victim) {
+  test::TempDir dir("kill");
+  const test::fs::path programs = dir / "w3";
+  test::write_programs(programs, test::tiny_pack("release"), 3, test::small_settings());
+  auto port = dist::pick_free_port();
+  ASSERT_TRUE(port.is_ok()) << port.status().message();
+  std::vector<RankProcess> ranks(3);
+  for (int r = 0; r < 3; ++r) {
+    std::vector<std::string> args = generate_args(programs, 40, 0);
+    args.push_back("--step-pause-ms");
+    args.push_back("100");
+    ranks[r].start(rank_args(args, r, 3, port.value()), dir / fmt::format("rank{}.err", r));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // joined, loaded, decoding
+  for (RankProcess& r : ranks) ASSERT_EQ(waitpid(r.pid, &r.status, WNOHANG), 0) << "a rank ended before the kill";
+  kill(ranks[victim].pid, SIGKILL);
+  const auto killed_at = Clock::now();
+  ASSERT_TRUE(ranks[victim].wait(2000));
+  for (int r = 0; r < 3; ++r) {
+    if (r == victim) continue;
+    SCOPED_TRACE(::testing::Message() << "rank " << r);
+    ASSERT_TRUE(ranks[r].wait(2000)) << "still running 2 s after rank " << victim << " was killed";
+    EXPECT_LT(ranks[r].ended - killed_at, std::chrono::milliseconds(2000));
+    EXPECT_EQ(ranks[r].exit_code(), dist::kExitRankFailed) << ranks[r].stderr_text();
+    EXPECT_NE(ranks[r].stderr_text().find(fmt::format("dsv41-rt: rank {}: stopped: another rank failed: rank {} (",
+                                                      r, victim)),
+              std::string::npos)
+        << ranks[r].stderr_text();
+    EXPECT_NE(ranks[r].stderr_text().find("connection closed without a stop"), std::string::npos)
+        << ranks[r].stderr_text();
+  }
+}
+
+TEST(RankProcesses, KillingAFollowerMidDecodeEndsTheOthersWithinTwoSeconds) { kill_one_mid_decode(1); }
+TEST(RankProcesses, KillingRankZeroMidDecodeEndsTheFollowersWithinTwoSeconds) { kill_one_mid_decode(0); }
+
+TEST(RankProcesses, MismatchedProgramsAreRefusedOnEveryRankWithOneMessage) {
+  test::TempDir dir("agree");
+  ServingSettings other = test::small_settings();
+  other.context = 32;
+  test::write_programs(dir / "a", test::tiny_pack("release"), 2, test::small_settings());
+  test::write_programs(dir / "b", test::tiny_pack("release"), 2, other);
+  auto port = dist::pick_free_port();
+  ASSERT_TRUE(port.is_ok());
+  std::vector<RankProcess> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> args = generate_args(dir / (r == 0 ? "a" : "b") / fmt::format("rank{}.fb", r), 4, 0);
+    ranks[r].start(rank_args(args, r, 2, port.value()), dir / fmt::format("rank{}.err", r));
+  }
+  std::string first_line;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(ranks[r].wait(10000));
+    EXPECT_EQ(ranks[r].exit_code(), 1) << ranks[r].stderr_text();
+    const std::string text = ranks[r].stderr_text();
+    EXPECT_NE(text.find("ranks disagree at start-up: agreement_digest: rank 0 "), std::string::npos) << text;
+    EXPECT_NE(text.find("settings: rank 0 (context 64, "), std::string::npos) << text;
+    EXPECT_NE(text.find("rank 1 (context 32, "), std::string::npos) << text;
+    if (r == 0) first_line = text;
+    else EXPECT_EQ(text, first_line) << "every rank refuses with the same message";
+  }
+}
+
+TEST(RankProcesses, LaunchReportsTheFirstFailure) {
+  test::TempDir dir("first");
+  const test::fs::path programs = dir / "w2";
+  test::write_programs(programs, test::tiny_pack("release"), 2, test::small_settings());
+  test::fs::remove(programs / "rank1.fb");  // rank 1 fails before it joins; rank 0 stops waiting after 1 s
+  std::vector<std::string> args = {"launch", "--world", "2"};
+  for (const std::string& a : generate_args(programs, 4, 0)) args.push_back(a);
+  args.push_back("--connect-timeout-ms");
+  args.push_back("1000");
+  const test::CommandResult run = test::run_dsv41rt(args);
+  EXPECT_EQ(run.exit_code, 1) << run.describe();
+  EXPECT_NE(run.err.find("dsv41-rt launch: first failure: rank 1 (pid "), std::string::npos) << run.describe();
+  EXPECT_NE(run.err.find("rank1.fb"), std::string::npos) << run.describe();
+  EXPECT_NE(run.err.find("ranks 1 did not join within 1000 ms"), std::string::npos) << run.describe();
+}
+
+}  // namespace
+}  // namespace dsv41
