@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "compiler/aot_needs.h"
+#include "compiler/kernels/aot_needs.h"
 #include "compiler/cli/commands.h"
 #include "compiler/cli/settings_flags.h"
 

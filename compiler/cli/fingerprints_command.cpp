@@ -5,7 +5,7 @@
 #include "common/hashing.h"
 #include "common/program_file.h"
 #include "compiler/cli/commands.h"
-#include "compiler/fingerprints.h"
+#include "compiler/program/fingerprints.h"
 
 namespace dsv41::cli {
 

@@ -8,8 +8,8 @@
 #include "common/program_file.h"
 #include "compiler/cli/commands.h"
 #include "compiler/cli/settings_flags.h"
-#include "compiler/program_summary.h"
-#include "compiler/rank_planner.h"
+#include "compiler/program/program_summary.h"
+#include "compiler/program/rank_planner.h"
 
 namespace dsv41::cli {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/rank_planner.h"
+#include "compiler/program/rank_planner.h"
 
 namespace dsv41::cli {
 

@@ -1,7 +1,7 @@
 // runtime/gpu/kernel_launcher.h — loads kernel cubins and launches one call: the kernel's parameters are
 // marshalled in the order of its contract (common/kernel_contract.h, docs/kernels.md) from device
 // addresses the caller binds by argument name, and grid, block and dynamic shared memory come from
-// the call's KernelLaunch (set at plan time by compiler/kernel_plan.h).
+// the call's KernelLaunch (set at plan time by compiler/kernels/kernel_plan.h).
 #pragma once
 
 #include <cstdint>

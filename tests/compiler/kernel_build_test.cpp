@@ -1,7 +1,7 @@
 // tests/compiler/kernel_build_test.cpp — the NVRTC step: real cubins with ptxas's resources, the
 // content-addressed cache (hits, identical bytes, corrupt entries rebuilt), compile errors naming the
 // variant, resource limits, the cache folder's precedence.
-#include "compiler/kernel_build.h"
+#include "compiler/kernels/kernel_build.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "common/hashing.h"
-#include "compiler/kernel_cache.h"
+#include "compiler/kernels/kernel_cache.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {

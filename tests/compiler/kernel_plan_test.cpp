@@ -1,13 +1,13 @@
 // tests/compiler/kernel_plan_test.cpp — plans with kernels: every variant of the tiny fixture (worlds 1-4) and
 // of the release (world 4, three prefill sizes) compiled for h200; bounds refused by name; calls that do
 // not bind to their kernel's contract refused by name.
-#include "compiler/kernel_plan.h"
+#include "compiler/kernels/kernel_plan.h"
 
 #include <gtest/gtest.h>
 
 #include "common/program_file.h"
-#include "compiler/emitter.h"
-#include "compiler/rank_planner.h"
+#include "compiler/emit/rank_phases.h"
+#include "compiler/program/rank_planner.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {

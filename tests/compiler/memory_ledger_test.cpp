@@ -1,12 +1,12 @@
 // tests/compiler/memory_ledger_test.cpp — per-rank memory: totals that add up, the refusal that prints the ledger, settings bounds.
-#include "compiler/memory_ledger.h"
+#include "compiler/plan/memory_ledger.h"
 
 #include <algorithm>
 #include <memory>
 
 #include <gtest/gtest.h>
 
-#include "compiler/rank_planner.h"
+#include "compiler/program/rank_planner.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {

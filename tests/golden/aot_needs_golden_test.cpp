@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/aot_needs.h"
+#include "compiler/kernels/aot_needs.h"
 #include "tests/golden/golden_inputs.h"
 
 namespace dsv41 {

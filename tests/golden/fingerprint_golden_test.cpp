@@ -7,8 +7,8 @@
 
 #include "common/hashing.h"
 #include "common/program_file.h"
-#include "compiler/fingerprints.h"
-#include "compiler/rank_planner.h"
+#include "compiler/program/fingerprints.h"
+#include "compiler/program/rank_planner.h"
 #include "tests/golden/golden_inputs.h"
 
 namespace dsv41 {

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/synth_pack.h"
+#include "compiler/synth/synth_pack.h"
 
 namespace dsv41 {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "compiler/rank_planner.h"
+#include "compiler/program/rank_planner.h"
 
 namespace dsv41 {
 
