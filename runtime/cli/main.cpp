@@ -1,7 +1,5 @@
 // runtime/cli/main.cpp — dsv41-rt: exit 0 ok, 1 refused or invalid input, 2 usage; never a crash.
-#include <cstdio>
-#include <exception>
-
+#include "common/cli_support.h"
 #include "runtime/cli/generate_command.h"
 
 int main(int argc, char** argv) {
@@ -11,26 +9,7 @@ int main(int argc, char** argv) {
       "dsv41-rt"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dsv41-rt (program format 2)");
-  CLI::App* generate = nullptr;
-  const dsv41::cli::Runner run_generate = dsv41::cli::add_generate_command(app);
-  generate = app.get_subcommand("generate");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  try {
-    if (generate->parsed()) {
-      const dsv41::Status status = run_generate();
-      if (!status.is_ok()) {
-        std::fprintf(stderr, "dsv41-rt: error: %s\n", status.message().c_str());
-        return 1;
-      }
-    }
-  } catch (const std::exception& e) {  // a library threw (allocation, filesystem): still a clean refusal
-    std::fprintf(stderr, "dsv41-rt: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  const std::vector<dsv41::cli::Subcommand> commands = {
+      dsv41::cli::add_subcommand(app, dsv41::cli::add_generate_command)};
+  return dsv41::cli::run_subcommands(app, argc, argv, commands, "dsv41-rt");
 }
