@@ -2,7 +2,7 @@
 #pragma once
 
 #include "common/program_calls.h"
-#include "compiler/plan/memory_ledger.h"
+#include "compiler/plan/serving_settings.h"
 #include "compiler/plan/weight_plan.h"
 
 namespace dsv41 {

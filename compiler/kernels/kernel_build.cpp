@@ -30,10 +30,10 @@ struct JobOutcome {
 
 }  // namespace
 
-std::string default_cache_dir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("DSV41_CACHE"); env && *env) return env;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/dsv41";
+std::string default_cache_dir(const std::string& asked, const std::string& env_cache, const std::string& home) {
+  if (!asked.empty()) return asked;
+  if (!env_cache.empty()) return env_cache;
+  if (!home.empty()) return home + "/.cache/dsv41";
   return "";
 }
 

@@ -50,8 +50,10 @@ Result<std::vector<CompiledKernel>> build_kernels(const std::vector<KernelJob>& 
 // shared vs target.shared_memory_per_block; a limit of 0 is unchecked).
 Status check_resources(const CompiledKernel& kernel, const Target& target);
 
-// --cache DIR, else $DSV41_CACHE, else ~/.cache/dsv41 (HOME unset: no cache, "").
-std::string default_cache_dir(const std::string& flag);
+// The cache folder BuildOptions::cache_dir should name: `asked` (dsv41c's --cache), else `env_cache`
+// ($DSV41_CACHE), else `home`/.cache/dsv41; "" (no cache) when all are empty. The library reads no
+// environment: main() passes what it found there.
+std::string default_cache_dir(const std::string& asked, const std::string& env_cache, const std::string& home);
 
 // NVRTC's version, "13.0" (this and the NVRTC compile below: compiler/kernels/nvrtc_compile.cpp).
 std::string nvrtc_version();

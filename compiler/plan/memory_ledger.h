@@ -3,24 +3,11 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
-#include "common/dtype.h"
-#include "common/model_config.h"
 #include "common/rank_share.h"
 #include "compiler/plan/weight_plan.h"
 
 namespace dsv41 {
-
-struct ServingSettings {
-  int64_t context = 65536;       // tokens a slot can hold
-  int slots = 8;                 // sequences served at once
-  std::vector<int64_t> prefill_rows = {2048};  // prefill segment sizes; the first is the default
-  std::vector<int64_t> decode_rows = {1, 2, 4, 8, 16};
-  // BF16: activations and caches are rounded where docs/model.md §2 says. F32: nothing is rounded,
-  // the "check mode" in which two implementations agree to fp32 accuracy.
-  DType activations = DType::BF16;
-};
 
 struct MemoryLedger {
   uint64_t weights_replicated = 0, weights_split = 0, weights_host = 0;

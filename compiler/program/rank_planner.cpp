@@ -28,31 +28,6 @@ Result<ModelInputs> ModelInputs::read(const std::string& model_dir) {
   return inputs;
 }
 
-Status check_settings(const ModelConfig& c, const ServingSettings& s) {
-  if (s.context < 1 || (c.max_position_embeddings > 0 && s.context > c.max_position_embeddings))
-    return Status::errorf("--context {}: must be between 1 and max_position_embeddings {}", s.context,
-                          c.max_position_embeddings);
-  if (s.slots < 1 || s.slots > 4096) return Status::errorf("--slots {}: must be between 1 and 4096", s.slots);
-  if (s.prefill_rows.empty()) return Status::error("--prefill-rows: needs at least one segment size");
-  for (size_t i = 0; i < s.prefill_rows.size(); ++i) {
-    if (s.prefill_rows[i] < 1 || s.prefill_rows[i] > 65536)
-      return Status::errorf("--prefill-rows: {} must be between 1 and 65536", s.prefill_rows[i]);
-    for (size_t k = 0; k < i; ++k)
-      if (s.prefill_rows[k] == s.prefill_rows[i]) return Status::errorf("--prefill-rows: {} listed twice", s.prefill_rows[i]);
-  }
-  if (s.activations != DType::BF16 && s.activations != DType::F32)
-    return Status::errorf("--activations {}: must be bf16 or f32", dtype_name(s.activations));
-  if (s.decode_rows.empty()) return Status::error("--decode-rows: needs at least one row count");
-  for (size_t i = 0; i < s.decode_rows.size(); ++i) {
-    if (s.decode_rows[i] < 1 || s.decode_rows[i] > 256)
-      return Status::errorf("--decode-rows: {} must be between 1 and 256", s.decode_rows[i]);
-    if (i > 0 && s.decode_rows[i] <= s.decode_rows[i - 1])
-      return Status::errorf("--decode-rows: {} after {}; list them strictly ascending", s.decode_rows[i],
-                            s.decode_rows[i - 1]);
-  }
-  return Status::ok();
-}
-
 uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options) {
   Hasher h;
   h.add(config_digest(inputs.config)).add(inputs.pack.digest()).add(options.target.name);
@@ -82,9 +57,17 @@ Result<std::vector<CompiledKernel>> compile_rank_kernels(const KernelPlan& kerne
   return compiled;
 }
 
+// The options with the settings' defaults filled in and checked (resolve_settings).
+Result<PlanOptions> resolve_options(const ModelInputs& inputs, const PlanOptions& options) {
+  PlanOptions resolved = options;
+  DSV41_ASSIGN_OR_RETURN(resolved.settings, resolve_settings(inputs.config, options.settings));
+  return resolved;
+}
+
 }  // namespace
 
-Result<std::vector<KernelPlan>> bind_every_rank(const ModelInputs& inputs, const PlanOptions& options) {
+Result<std::vector<KernelPlan>> bind_every_rank(const ModelInputs& inputs, const PlanOptions& requested) {
+  DSV41_ASSIGN_OR_RETURN(const PlanOptions options, resolve_options(inputs, requested));
   std::vector<std::optional<Result<KernelPlan>>> results(options.world);
   std::atomic<int> next{0};
   auto work = [&] {
@@ -125,7 +108,7 @@ Result<ServingSettings> apply_refusals(const ServingSettings& settings, const st
                             target);
     if (std::find(dropped.begin(), dropped.end(), r.rows) == dropped.end()) {
       dropped.push_back(r.rows);
-      warnings->push_back(fmt::format("--prefill-rows {} dropped: {}", r.rows, r.message));
+      warnings->push_back(fmt::format("setting prefill_rows = {}: dropped: {}", r.rows, r.message));
     }
   }
   std::erase_if(settled.prefill_rows,
@@ -133,17 +116,17 @@ Result<ServingSettings> apply_refusals(const ServingSettings& settings, const st
   return settled;
 }
 
-Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& options,
+Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOptions& requested,
                                         std::vector<std::string>* warnings) {
-  DSV41_TRY(check_settings(inputs.config, options.settings));
+  DSV41_ASSIGN_OR_RETURN(const PlanOptions options, resolve_options(inputs, requested));
   DSV41_ASSIGN_OR_RETURN(std::vector<KernelPlan> plans, bind_every_rank(inputs, options));
   std::vector<PhaseRefusal> refused;
   for (const KernelPlan& plan : plans) refused.insert(refused.end(), plan.refusals.begin(), plan.refusals.end());
   return apply_refusals(options.settings, refused, options.target.name, warnings);
 }
 
-Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options, int rank) {
-  DSV41_TRY(check_settings(inputs.config, options.settings));
+Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& requested, int rank) {
+  DSV41_ASSIGN_OR_RETURN(const PlanOptions options, resolve_options(inputs, requested));
   RankPlan plan;
   DSV41_ASSIGN_OR_RETURN(plan.share, plan_share(inputs.config, options.world, rank));
   plan.weights = slice_weights(inputs.match, inputs.pack, plan.share);
@@ -158,10 +141,14 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options
     arena = std::max<uint64_t>(arena, phase.arena_bytes + phase.rows * kStaticsFields * sizeof(int32_t));
   plan.ledger = build_ledger(plan.weights, plan.calls.state_bytes_per_slot, options.settings.slots, arena, limit);
   const std::string limit_source =
-      options.memory_limit ? "--memory-gib" : fmt::format("target {} device memory", options.target.name);
+      options.memory_limit ? "setting memory_limit" : fmt::format("target {} device memory", options.target.name);
   DSV41_TRY(check_fits(plan.ledger, plan.share, limit_source));
   if (!options.target.arch.empty()) {
-    DSV41_ASSIGN_OR_RETURN(plan.compiled, compile_rank_kernels(plan.kernels, options));
+    // A kernel's message names the kernel; which rank's plan needed it is added here.
+    auto compiled = compile_rank_kernels(plan.kernels, options);
+    if (!compiled.is_ok())
+      return compiled.status().with_context(fmt::format("rank {} of world {}", rank, options.world));
+    plan.compiled = std::move(compiled).value();
   }
   plan.program = build_program(inputs, options, plan);
   return plan;

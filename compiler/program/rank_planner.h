@@ -11,6 +11,7 @@
 #include "compiler/kernels/kernel_build.h"
 #include "compiler/kernels/kernel_plan.h"
 #include "compiler/plan/memory_ledger.h"
+#include "compiler/plan/serving_settings.h"
 #include "compiler/plan/targets.h"
 #include "compiler/plan/weight_plan.h"
 
@@ -59,8 +60,6 @@ Result<std::vector<KernelPlan>> bind_every_rank(const ModelInputs& inputs, const
 Result<ServingSettings> apply_refusals(const ServingSettings& settings, const std::vector<PhaseRefusal>& refused,
                                        const std::string& target, std::vector<std::string>* warnings);
 
-// Refuses settings that cannot be served (context, slots, row counts), naming the flag.
-Status check_settings(const ModelConfig& config, const ServingSettings& settings);
 Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& options, int rank);
 // Digest of every setting all ranks of one deployment must share.
 uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options);

@@ -14,7 +14,7 @@
 #include "common/kernel_contract.h"
 #include "common/program_calls.h"
 #include "common/status.h"
-#include "compiler/plan/memory_ledger.h"
+#include "compiler/plan/serving_settings.h"
 #include "compiler/plan/weight_plan.h"
 
 namespace dsv41::gpu_test {

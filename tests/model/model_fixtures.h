@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/model_config.h"
-#include "compiler/plan/memory_ledger.h"
+#include "compiler/plan/serving_settings.h"
 #include "compiler/synth/synth_pack.h"
 #include "runtime/generate.h"
 #include "tests/model/model_compare.h"
