@@ -61,6 +61,9 @@ class PhaseEmitter {
   void emit_attention_output(const std::string& p, int layer);
   void emit_ffn(int layer);
   void emit_head();
+  // A sublayer's mHC front ("attn" or "ffn"): its mix into mix.<sublayer>, then the streams collapsed
+  // with the previous sublayer's pre and normed into x.norm. Returns the mix buffer.
+  int emit_hc_front(const std::string& p, const std::string& sublayer, const std::string& previous);
   void emit_hc_post(int mix);
 
   const EmitInputs& in_;

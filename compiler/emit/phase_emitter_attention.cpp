@@ -8,15 +8,7 @@ namespace dsv41 {
 void PhaseEmitter::emit_attention(int layer) {
   const ModelConfig& c = in_.config;
   const std::string p = "layers." + std::to_string(layer) + ".";
-  const int mix = buffer("mix.attn", DType::F32, {c.mix_hc});
-  add(CallBuilder("hc_mix").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("sinkhorn_iters", c.hc_sinkhorn_iters)
-          .scratch("x", x_).weight("fn", weight(p + "hc_attn_fn")).weight("base", weight(p + "hc_attn_base"))
-          .weight("scale", weight(p + "hc_attn_scale")).real("eps", c.rms_norm_eps).real("hc_eps", c.hc_eps)
-          .scratch("out", mix));
-  // The collapse uses the previous sublayer's pre, held in mix.ffn (docs/model.md §5).
-  add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_)
-          .scratch("mix", buffer("mix.ffn", DType::F32, {c.mix_hc})).weight("norm", weight(p + "attn_norm.weight"))
-          .real("eps", c.rms_norm_eps).scratch("out", buffer("x.norm", DType::BF16, {c.hidden_size})));
+  const int mix = emit_hc_front(p, "attn", "ffn");
   emit_query_and_window(p, layer);
   if (c.layers[layer].kv_source) emit_compressor(p, layer);
   if (c.layers[layer].index_source) emit_indexer(p, layer);

@@ -7,14 +7,8 @@ void PhaseEmitter::emit_ffn(int layer) {
   const ModelConfig& c = in_.config;
   const std::string p = "layers." + std::to_string(layer) + ".";
   const int64_t width = in_.share.expert_cols.size();
-  const int mix = buffer("mix.ffn", DType::F32, {c.mix_hc}), xn = buffer("x.norm", DType::BF16, {c.hidden_size});
-  add(CallBuilder("hc_mix").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("sinkhorn_iters", c.hc_sinkhorn_iters)
-          .scratch("x", x_).weight("fn", weight(p + "hc_ffn_fn")).weight("base", weight(p + "hc_ffn_base"))
-          .weight("scale", weight(p + "hc_ffn_scale")).real("eps", c.rms_norm_eps).real("hc_eps", c.hc_eps)
-          .scratch("out", mix));
-  add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_)
-          .scratch("mix", buffer("mix.attn", DType::F32, {c.mix_hc})).weight("norm", weight(p + "ffn_norm.weight"))
-          .real("eps", c.rms_norm_eps).scratch("out", xn));
+  const int mix = emit_hc_front(p, "ffn", "attn");
+  const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
   const int ids = buffer("router.ids", DType::I32, {c.num_experts_per_tok});
   const int weights = buffer("router.weights", DType::F32, {c.num_experts_per_tok});
   add(CallBuilder("router").k("hidden", c.hidden_size).k("experts", c.n_routed_experts).k("topk", c.num_experts_per_tok)

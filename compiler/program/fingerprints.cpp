@@ -71,6 +71,22 @@ std::vector<PhaseFingerprint> phase_fingerprints(const CallLists& lists, const f
   return out;
 }
 
+std::string call_list_text(const CallLists& lists, const fb::Program& program) {
+  std::string text;
+  for (const Phase& phase : lists.phases) {
+    text += fmt::format("phase {} rows={} arena={} calls={}\n", phase.name, phase.rows, phase.arena_bytes,
+                        phase.calls.size());
+    for (size_t i = 0; i < phase.calls.size(); ++i) {
+      const Call& call = phase.calls[i];
+      const KernelLaunch& l = call.launch;
+      text += fmt::format("  {:3} {} | launch grid=({},{},{}) block={} shared={}\n", i,
+                          canonical_call(call, phase, lists, program), l.grid[0], l.grid[1], l.grid[2], l.block,
+                          l.dynamic_shared);
+    }
+  }
+  return text;
+}
+
 std::vector<std::string> fingerprint_diff(const std::string& golden_text, const std::string& actual_text) {
   const auto golden = parse_lines(golden_text), actual = parse_lines(actual_text);
   std::vector<std::string> changes;

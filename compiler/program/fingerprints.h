@@ -20,6 +20,9 @@ struct PhaseFingerprint {
 // anything a backend would do differently.
 std::string canonical_call(const Call& call, const Phase& phase, const CallLists& lists, const fb::Program& program);
 std::vector<PhaseFingerprint> phase_fingerprints(const CallLists& lists, const fb::Program& program);
+// The readable form of what the fingerprints hash: per phase a header line (name, rows, arena), then
+// one line per call, its index, canonical text and launch shape, so a golden diff shows the change.
+std::string call_list_text(const CallLists& lists, const fb::Program& program);
 
 // Compares golden lines with actual lines ("KEY HASH" each; '#' lines are comments) and returns one
 // message per key that changed, vanished or appeared. Empty: identical.
