@@ -42,7 +42,7 @@ struct Constant {
   int64_t value = 0;
 };
 
-// How a call launches its kernel: chosen and bound-checked at plan time (compiler/kernel_plan.h).
+// How a call launches its kernel: chosen and bound-checked at plan time (compiler/kernels/kernel_plan.h).
 struct KernelLaunch {
   int32_t variant = -1;  // index into the rank's kernels; -1: not bound (--target none)
   int64_t grid[3] = {1, 1, 1};

@@ -76,7 +76,8 @@ float e4m3_decode(uint8_t bits) {
     magnitude = std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
   return sign ? -magnitude : magnitude;
 }
-float e8m0_decode(uint8_t bits) { return std::ldexp(1.0f, static_cast<int>(bits) - 127); }
+// 0xFF is the format's one NaN (OCP MX v1.0 §5.4.1), not 2^128.
+float e8m0_decode(uint8_t bits) { return bits == 0xFF ? NAN : std::ldexp(1.0f, static_cast<int>(bits) - 127); }
 }  // namespace
 
 float e4m3_to_f32(uint8_t bits) { return byte_tables().e4m3[bits]; }

@@ -18,7 +18,7 @@ float e4m3_to_f32(uint8_t bits);
 uint8_t f32_to_e4m3(float value);  // nearest, ties to even, saturating at ±448
 float e2m1_to_f32(uint8_t nibble); // bit 3 is the sign; magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}
 uint8_t f32_to_e2m1(float value);  // nearest, ties to even, saturating at ±6
-float e8m0_to_f32(uint8_t bits);   // 2^(bits - 127)
+float e8m0_to_f32(uint8_t bits);   // 2^(bits - 127); 0xFF is NaN
 // The smallest power-of-two scale (as a UE8M0 byte) with amax / scale <= max_code.
 uint8_t e8m0_for_amax(float amax, float max_code);
 

@@ -1,17 +1,11 @@
 // compiler/cli/commands.h — dsv41c subcommands: each registers its flags and returns a runner.
 #pragma once
 
-#include <functional>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
-#include "common/status.h"
+#include "common/cli_support.h"
 
 namespace dsv41::cli {
-
-// Runs a parsed subcommand; a failed Status becomes exit code 1.
-using Runner = std::function<Status()>;
 
 Runner add_plan_command(CLI::App& app);
 Runner add_inspect_command(CLI::App& app);

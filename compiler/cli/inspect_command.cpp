@@ -4,7 +4,7 @@
 
 #include "common/program_file.h"
 #include "compiler/cli/commands.h"
-#include "compiler/program_summary.h"
+#include "compiler/program/program_summary.h"
 
 namespace dsv41::cli {
 

@@ -2,14 +2,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
 #include "common/program_file.h"
 #include "compiler/cli/commands.h"
 #include "compiler/cli/settings_flags.h"
-#include "compiler/program_summary.h"
-#include "compiler/rank_planner.h"
+#include "compiler/program/program_summary.h"
+#include "compiler/program/rank_planner.h"
 
 namespace dsv41::cli {
 namespace {
@@ -20,6 +21,11 @@ struct PlanFlags : ModelFlags {
   bool quiet = false;
   int jobs = 0;
 };
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
 
 Result<std::vector<int>> ranks_of(const std::string& text, int world) {
   if (world < 1) return Status::errorf("world {}: must be at least 1", world);  // before sizing a vector by it
@@ -36,7 +42,7 @@ Result<std::vector<int>> ranks_of(const std::string& text, int world) {
   return std::vector<int>{static_cast<int>(rank)};
 }
 
-Status run_plan(const PlanFlags& f) {
+Status plan_ranks(const PlanFlags& f) {
   DSV41_ASSIGN_OR_RETURN(PlanOptions options, plan_options(f, f.target));
   if (f.memory_gib < 0) return Status::errorf("--memory-gib {}: must be positive", f.memory_gib);
   options.memory_limit = static_cast<uint64_t>(f.memory_gib * (1ull << 30));
@@ -45,8 +51,12 @@ Status run_plan(const PlanFlags& f) {
   DSV41_TRY(check_world(inputs.config, f.world));
   std::vector<std::string> warnings;
   DSV41_ASSIGN_OR_RETURN(options.settings, settle_settings(inputs, options, &warnings));
-  for (const std::string& w : warnings) std::fprintf(stderr, "dsv41c: warning: %s\n", w.c_str());
-  options.build.cache_dir = default_cache_dir(f.cache);
+  for (const std::string& w : warnings) std::fprintf(stderr, "dsv41c: warning: %s\n", with_flag_names(w).c_str());
+  if (!f.quiet && !f.context)
+    std::printf("context %lld tokens: the default, the smaller of %lld and max_position_embeddings %lld\n",
+                static_cast<long long>(options.settings.context), static_cast<long long>(kDefaultContext),
+                static_cast<long long>(inputs.config.max_position_embeddings));
+  options.build.cache_dir = default_cache_dir(f.cache, env_or_empty("DSV41_CACHE"), env_or_empty("HOME"));
   options.build.jobs = f.jobs;
   options.build.progress = !f.quiet && isatty(fileno(stderr));
   std::error_code ec;
@@ -62,6 +72,8 @@ Status run_plan(const PlanFlags& f) {
   }
   return Status::ok();
 }
+
+Status run_plan(const PlanFlags& f) { return with_flag_names(plan_ranks(f)); }
 
 }  // namespace
 

@@ -7,7 +7,10 @@ namespace dsv41::cli {
 void add_model_flags(CLI::App* cmd, ModelFlags& f) {
   cmd->add_option("MODEL_DIR", f.model_dir, "folder with config.json and *.safetensors (+ index)")->required();
   cmd->add_option("--world", f.world, "number of ranks (1 .. o_groups)")->required();
-  cmd->add_option("--context", f.settings.context, "tokens one slot holds")->capture_default_str();
+  cmd->add_option("--context", f.context,
+                  fmt::format("tokens one slot holds (default: the smaller of {} and the model's "
+                              "max_position_embeddings)",
+                              kDefaultContext));
   cmd->add_option("--slots", f.settings.slots, "sequences served at once")->capture_default_str();
   cmd->add_option("--prefill-rows", f.settings.prefill_rows, "prefill segment sizes; the first is the default")
       ->delimiter(',')
@@ -26,8 +29,31 @@ Result<PlanOptions> plan_options(const ModelFlags& f, const std::string& target)
   options.world = f.world;
   options.settings = f.settings;
   options.settings.activations = f.activations == "f32" ? DType::F32 : DType::BF16;
+  if (f.context && *f.context < 1)  // 0 is the library's "default"; a flag given must name a context
+    return Status::errorf("--context {}: must be at least 1 (leave the flag out for the model's default)", *f.context);
+  if (f.context) options.settings.context = *f.context;
   DSV41_ASSIGN_OR_RETURN(options.target, find_target(target));
   return options;
+}
+
+std::string with_flag_names(std::string message) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"context", "--context"},         {"slots", "--slots"},
+      {"prefill_rows", "--prefill-rows"}, {"decode_rows", "--decode-rows"},
+      {"activations", "--activations"}, {"memory_limit", "--memory-gib"}};
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
+      message.replace(at, from.size(), to);
+  };
+  for (const auto& [setting, flag] : kFlags) {
+    replace_all(fmt::format("setting {} = ", setting), fmt::format("{} ", flag));
+    replace_all(fmt::format("setting {}", setting), flag);
+  }
+  return message;
+}
+
+Status with_flag_names(const Status& status) {
+  return status.is_ok() ? status : Status::error(with_flag_names(status.message()));
 }
 
 }  // namespace dsv41::cli

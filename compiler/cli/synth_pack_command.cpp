@@ -6,7 +6,7 @@
 
 #include "common/model_config.h"
 #include "compiler/cli/commands.h"
-#include "compiler/synth_pack.h"
+#include "compiler/synth/synth_pack.h"
 
 namespace dsv41::cli {
 

@@ -1,15 +1,9 @@
 // runtime/cli/generate_command.h — `dsv41-rt generate`: flags, and the run that prints tokens and writes logits.
 #pragma once
 
-#include <functional>
-
-#include <CLI/CLI.hpp>
-
-#include "common/status.h"
+#include "common/cli_support.h"
 
 namespace dsv41::cli {
-
-using Runner = std::function<Status()>;
 
 // Adds the subcommand to `app`; the returned runner executes it once the command line is parsed.
 Runner add_generate_command(CLI::App& app);

@@ -37,7 +37,7 @@ int run_launch(LaunchFlags& f) {
 
 }  // namespace
 
-std::function<int()> add_launch_command(CLI::App& app) {
+CodeRunner add_launch_command(CLI::App& app) {
   auto f = std::make_shared<LaunchFlags>();
   CLI::App* cmd = app.add_subcommand(
       "launch",

@@ -1,7 +1,8 @@
 // runtime/cli/main.cpp — dsv41-rt: exit 0 ok, 1 refused or invalid input, 2 usage, 3 another rank failed; never a crash.
-#include <cstdio>
-#include <exception>
+#include <fmt/format.h>
 
+#include "common/cli_support.h"
+#include "common/program_file.h"
 #include "runtime/cli/generate_command.h"
 #include "runtime/cli/launch_command.h"
 #include "runtime/cli/tokenize_command.h"
@@ -12,31 +13,10 @@ int main(int argc, char** argv) {
       "weight byte ranges each program names from the original shards of the model folder.",
       "dsv41-rt"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dsv41-rt (program format 2)");
-  CLI::App* generate = nullptr;
-  const dsv41::cli::Runner run_generate = dsv41::cli::add_generate_command(app);
-  generate = app.get_subcommand("generate");
-  const dsv41::cli::Runner run_tokenize = dsv41::cli::add_tokenize_command(app);
-  CLI::App* tokenize = app.get_subcommand("tokenize");
-  const auto run_launch = dsv41::cli::add_launch_command(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
-  try {
-    if (app.get_subcommand("launch")->parsed()) return run_launch();
-    if (generate->parsed() || tokenize->parsed()) {
-      const dsv41::Status status = generate->parsed() ? run_generate() : run_tokenize();
-      if (!status.is_ok()) {
-        std::fprintf(stderr, "dsv41-rt: error: %s\n", status.message().c_str());
-        return 1;
-      }
-    }
-  } catch (const std::exception& e) {  // a library threw (allocation, filesystem): still a clean refusal
-    std::fprintf(stderr, "dsv41-rt: error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  app.set_version_flag("--version", fmt::format("dsv41-rt (program format {})", dsv41::kProgramFormatVersion));
+  const std::vector<dsv41::cli::Subcommand> commands = {
+      dsv41::cli::add_subcommand(app, dsv41::cli::add_generate_command),
+      dsv41::cli::add_subcommand(app, dsv41::cli::add_tokenize_command),
+      dsv41::cli::add_subcommand(app, dsv41::cli::add_launch_command)};
+  return dsv41::cli::run_subcommands(app, argc, argv, commands, "dsv41-rt");
 }

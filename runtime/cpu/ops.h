@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,25 @@ Result<std::vector<double>> rope_from_args(const OpContext& ctx, int64_t rope_di
 void read_floats(const TensorView& view, int64_t offset, int64_t n, float* dst);
 void write_floats(const TensorView& view, int64_t offset, int64_t n, const float* src);
 void write_zeros(const TensorView& view, int64_t offset, int64_t n);
+
+// One output of a row-wise op: `width` values a row, zeroed on inactive rows.
+struct RowOutput {
+  const TensorView* view;
+  int64_t width;
+};
+// The loop of every row-wise op: an inactive row's outputs are zeroed (never read, but the bytes
+// stay deterministic), an active row r runs `row(r)`; the first failed row's Status is returned.
+template <class RowFn>
+Status for_active_rows(const StaticsView& st, std::initializer_list<RowOutput> outputs, RowFn&& row) {
+  for (int64_t r = 0; r < st.rows; ++r) {
+    if (!st.active(r)) {
+      for (const RowOutput& o : outputs) write_zeros(*o.view, r * o.width, o.width);
+      continue;
+    }
+    DSV41_TRY(row(r));
+  }
+  return Status::ok();
+}
 // All rows of a [R, width] view as fp32 (inactive rows included: they are read, never used).
 std::vector<float> read_all(const TensorView& view);
 

@@ -30,11 +30,7 @@ Status op_sparse_attention(const OpContext& ctx) {
   const auto scale = static_cast<float>(ctx.real("scale"));
 
   std::vector<float> keys, qr(static_cast<size_t>(heads * dh)), o(static_cast<size_t>(heads * dh)), logit;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(out, r * heads * dh, heads * dh);
-      continue;
-    }
+  return for_active_rows(st, {{&out, heads * dh}}, [&](int64_t r) -> Status {
     const int slot = st.slot(r);
     const int64_t p = st.position(r), first = st.first_row(r);
     if (first < 0 || first > r || st.slot(first) != slot || p - st.position(first) != r - first)
@@ -92,8 +88,8 @@ Status op_sparse_attention(const OpContext& ctx) {
       for (int64_t d = 0; d < dh; ++d) oh[d] /= denominator;  // rounded by the BF16 store
     }
     write_floats(out, r * heads * dh, heads * dh, o.data());
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 Status op_window_store(const OpContext& ctx) {

@@ -42,11 +42,16 @@ void sinkhorn(float* c, int64_t s_count, int64_t iters, float eps) {
   }
 }
 
+// Every mHC op is shaped by the hidden size and the stream count.
+Status check_hc_shape(const OpContext& ctx) {
+  DSV41_TRY(check_constant(ctx, "hidden", 1, kMaxDim));
+  return check_constant(ctx, "streams", 1, 64);
+}
+
 }  // namespace
 
 Status op_embed(const OpContext& ctx) {
-  DSV41_TRY(check_constant(ctx, "hidden", 1, kMaxDim));
-  DSV41_TRY(check_constant(ctx, "streams", 1, 64));
+  DSV41_TRY(check_hc_shape(ctx));
   DSV41_TRY(check_statics(ctx));
   const StaticsView& st = ctx.statics();
   const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams"), rows = st.rows;
@@ -58,18 +63,14 @@ Status op_embed(const OpContext& ctx) {
                           d_count);
   const int64_t vocab = table_numel / d_count;
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::Act, rows * s_count * d_count));
-  for (int64_t r = 0; r < rows; ++r) {
+  return for_active_rows(st, {{&out, s_count * d_count}}, [&](int64_t r) -> Status {
     const int64_t base = r * s_count * d_count;
-    if (!st.active(r)) {
-      write_zeros(out, base, s_count * d_count);
-      continue;
-    }
     const int64_t token = st.token(r);
     if (token < 0 || token >= vocab)
       return Status::errorf("op embed: row {} has token {}, outside the vocabulary [0, {})", r, token, vocab);
     for (int64_t s = 0; s < s_count; ++s) write_floats(out, base + s * d_count, d_count, table.data + token * d_count);
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 Status op_hc_pre_init(const OpContext& ctx) {
@@ -83,8 +84,7 @@ Status op_hc_pre_init(const OpContext& ctx) {
 }
 
 Status op_hc_mix(const OpContext& ctx) {
-  DSV41_TRY(check_constant(ctx, "hidden", 1, kMaxDim));
-  DSV41_TRY(check_constant(ctx, "streams", 1, 64));
+  DSV41_TRY(check_hc_shape(ctx));
   DSV41_TRY(check_constant(ctx, "sinkhorn_iters", 1, 1 << 16));
   const StaticsView& st = ctx.statics();
   const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams");
@@ -99,11 +99,7 @@ Status op_hc_mix(const OpContext& ctx) {
   const auto eps = static_cast<float>(ctx.real("eps")), hc_eps = static_cast<float>(ctx.real("hc_eps"));
 
   std::vector<float> xr(static_cast<size_t>(width)), m(static_cast<size_t>(mix)), result(static_cast<size_t>(mix));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(out, r * mix, mix);
-      continue;
-    }
+  return for_active_rows(st, {{&out, mix}}, [&](int64_t r) -> Status {
     read_floats(x, r * width, width, xr.data());
     float sum = 0.0f;
     for (float v : xr) sum += v * v;
@@ -118,13 +114,12 @@ Status op_hc_mix(const OpContext& ctx) {
     for (int64_t k = 0; k < s_count * s_count; ++k) comb[k] = scale[2] * m[2 * s_count + k] + base[2 * s_count + k];
     sinkhorn(comb, s_count, iters, hc_eps);
     write_floats(out, r * mix, mix, result.data());
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 Status op_hc_collapse_norm(const OpContext& ctx) {
-  DSV41_TRY(check_constant(ctx, "hidden", 1, kMaxDim));
-  DSV41_TRY(check_constant(ctx, "streams", 1, 64));
+  DSV41_TRY(check_hc_shape(ctx));
   const StaticsView& st = ctx.statics();
   const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams"), rows = st.rows;
   const int64_t mix = mix_width(s_count);
@@ -139,11 +134,7 @@ Status op_hc_collapse_norm(const OpContext& ctx) {
 
   std::vector<float> xr(static_cast<size_t>(s_count * d_count)), pre(static_cast<size_t>(s_count));
   std::vector<float> h(static_cast<size_t>(d_count));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(out, r * d_count, d_count);
-      continue;
-    }
+  return for_active_rows(st, {{&out, d_count}}, [&](int64_t r) -> Status {
     read_floats(x, r * s_count * d_count, s_count * d_count, xr.data());
     read_floats(mixv, r * mix, s_count, pre.data());
     std::fill(h.begin(), h.end(), 0.0f);
@@ -152,13 +143,12 @@ Status op_hc_collapse_norm(const OpContext& ctx) {
     for (float& v : h) v = round_if(round, v);  // the collapse is rounded before the norm (§2 row 2)
     rms_norm(h.data(), norm, d_count, eps, round, h.data());
     write_floats(out, r * d_count, d_count, h.data());
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 Status op_hc_post(const OpContext& ctx) {
-  DSV41_TRY(check_constant(ctx, "hidden", 1, kMaxDim));
-  DSV41_TRY(check_constant(ctx, "streams", 1, 64));
+  DSV41_TRY(check_hc_shape(ctx));
   const StaticsView& st = ctx.statics();
   const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams"), rows = st.rows;
   const int64_t mix = mix_width(s_count), width = s_count * d_count;
@@ -173,11 +163,7 @@ Status op_hc_post(const OpContext& ctx) {
 
   std::vector<float> xr(static_cast<size_t>(width)), a(static_cast<size_t>(d_count));
   std::vector<float> mr(static_cast<size_t>(mix)), y(static_cast<size_t>(width));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(out, r * width, width);
-      continue;
-    }
+  return for_active_rows(st, {{&out, width}}, [&](int64_t r) -> Status {
     read_floats(x, r * width, width, xr.data());
     read_floats(sub, r * d_count, d_count, a.data());
     read_floats(mixv, r * mix, mix, mr.data());
@@ -190,8 +176,8 @@ Status op_hc_post(const OpContext& ctx) {
         y[j * d_count + d] = v;  // rounded by the BF16 store
       }
     write_floats(out, r * width, width, y.data());
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 }  // namespace dsv41::cpu

@@ -71,12 +71,7 @@ Status op_index_select(const OpContext& ctx) {
   KeyRows keys;
   std::vector<float> q(static_cast<size_t>(heads * width)), w(static_cast<size_t>(heads)), score;
   std::vector<int64_t> order;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(out, r * topk, topk);
-      if (mode == kCandidateSource) write_zeros(candidates, r * cand_blocks, cand_blocks);
-      continue;
-    }
+  return for_active_rows(st, {{&out, topk}, {&candidates, mode == kCandidateSource ? cand_blocks : 0}}, [&](int64_t r) -> Status {
     const int slot = st.slot(r);
     const int64_t p = st.position(r), n = (p + 1) / ratio;
     DSV41_ASSIGN_OR_RETURN(TensorView cache, state_rows_arg(ctx, "index_cache", slot, Want::Act, width));
@@ -124,8 +119,8 @@ Status op_index_select(const OpContext& ctx) {
     std::sort(order.begin(), order.end());
     for (int64_t k = 0; k < topk; ++k)
       out.set_int(r * topk + k, k < static_cast<int64_t>(order.size()) ? static_cast<int32_t>(order[k]) : -1);
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 }  // namespace dsv41::cpu

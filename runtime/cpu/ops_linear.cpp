@@ -80,16 +80,12 @@ Status op_rmsnorm(const OpContext& ctx) {
   DSV41_TRY(check_distinct(ctx, "x", x, "out", out));
   const auto eps = static_cast<float>(ctx.real("eps"));
   std::vector<float> v(static_cast<size_t>(width));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(out, r * width, width);
-      continue;
-    }
+  return for_active_rows(st, {{&out, width}}, [&](int64_t r) -> Status {
     read_floats(x, r * width, width, v.data());
     rms_norm(v.data(), w, width, eps, rounds(out), v.data());
     write_floats(out, r * width, width, v.data());
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 }  // namespace dsv41::cpu

@@ -74,12 +74,7 @@ Status op_router(const OpContext& ctx) {
   std::vector<float> xr(static_cast<size_t>(d_count)), score(static_cast<size_t>(experts));
   std::vector<float> biased(static_cast<size_t>(experts));
   std::vector<int64_t> order(static_cast<size_t>(experts));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(ids, r * topk, topk);
-      write_zeros(weights, r * topk, topk);
-      continue;
-    }
+  return for_active_rows(st, {{&ids, topk}, {&weights, topk}}, [&](int64_t r) -> Status {
     read_floats(x, r * d_count, d_count, xr.data());
     matvec(gate, xr.data(), experts, d_count, score.data());
     for (int64_t e = 0; e < experts; ++e) {
@@ -100,8 +95,8 @@ Status op_router(const OpContext& ctx) {
       ids.set_int(r * topk + k, static_cast<int32_t>(order[k]));
       weights.set(r * topk + k, w * scaling);
     }
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 Status op_moe_experts(const OpContext& ctx) {

@@ -18,16 +18,12 @@ Status op_rope(const OpContext& ctx) {
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::AnyFloat, rows * width));
   // x and out may be one buffer: each row is read whole before it is written.
   std::vector<float> v(static_cast<size_t>(width));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!st.active(r)) {
-      write_zeros(out, r * width, width);
-      continue;
-    }
+  return for_active_rows(st, {{&out, width}}, [&](int64_t r) -> Status {
     read_floats(x, r * width, width, v.data());
     for (int64_t h = 0; h < heads; ++h) rope_rotate(v.data() + h * head_dim, head_dim, freqs, st.position(r), inverse);
     write_floats(out, r * width, width, v.data());
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 }  // namespace dsv41::cpu

@@ -1,7 +1,7 @@
 // runtime/gpu/kernel_launcher.h — loads kernel cubins and launches one call: the kernel's parameters are
 // marshalled in the order of its contract (common/kernel_contract.h, docs/kernels.md) from device
 // addresses the caller binds by argument name, and grid, block and dynamic shared memory come from
-// the call's KernelLaunch (set at plan time by compiler/kernel_plan.h).
+// the call's KernelLaunch (set at plan time by compiler/kernels/kernel_plan.h).
 //
 // Weights are bound in their stored formats (docs/kernels.md "Weights"; no fp32 copy exists on the
 // device). Per Weight argument name, `LaunchBindings::weights` holds a DeviceWeight {data, scales}:

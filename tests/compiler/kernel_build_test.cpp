@@ -1,7 +1,7 @@
 // tests/compiler/kernel_build_test.cpp — the NVRTC step: real cubins with ptxas's resources, the
 // content-addressed cache (hits, identical bytes, corrupt entries rebuilt), compile errors naming the
 // variant, resource limits, the cache folder's precedence.
-#include "compiler/kernel_build.h"
+#include "compiler/kernels/kernel_build.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "common/hashing.h"
-#include "compiler/kernel_cache.h"
+#include "compiler/kernels/kernel_cache.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {
@@ -86,24 +86,6 @@ bool is_elf(const std::vector<uint8_t>& bytes) {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-// Sets or unsets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(KernelBuild, NvrtcVersion) {
   EXPECT_TRUE(std::regex_match(nvrtc_version(), std::regex(R"(\d+\.\d+)"))) << nvrtc_version();
@@ -370,29 +352,14 @@ TEST(KernelBuild, CheckResources) {
   expect_refused(check_resources(fake_kernel(32, 256, 100 * 1024), *gb10), {key, "shared", "102400", "101376"});
 }
 
+// The asked folder, else $DSV41_CACHE's value, else HOME's .cache/dsv41, else no cache; the values
+// are passed in (the library reads no environment).
 TEST(KernelBuild, DefaultCacheDirPrecedence) {
-  {
-    ScopedEnv cache("DSV41_CACHE", "/from/env");
-    ScopedEnv home("HOME", "/home/someone");
-    EXPECT_EQ(default_cache_dir("/from/flag"), "/from/flag");
-    EXPECT_EQ(default_cache_dir(""), "/from/env");
-  }
-  {
-    ScopedEnv cache("DSV41_CACHE", nullptr);
-    ScopedEnv home("HOME", "/home/someone");
-    EXPECT_EQ(default_cache_dir(""), "/home/someone/.cache/dsv41");
-  }
-  {
-    ScopedEnv cache("DSV41_CACHE", "");
-    ScopedEnv home("HOME", "/home/someone");
-    EXPECT_EQ(default_cache_dir(""), "/home/someone/.cache/dsv41");
-  }
-  {
-    ScopedEnv cache("DSV41_CACHE", nullptr);
-    ScopedEnv home("HOME", nullptr);
-    EXPECT_EQ(default_cache_dir(""), "");
-    EXPECT_EQ(default_cache_dir("/from/flag"), "/from/flag");
-  }
+  EXPECT_EQ(default_cache_dir("/from/flag", "/from/env", "/home/someone"), "/from/flag");
+  EXPECT_EQ(default_cache_dir("", "/from/env", "/home/someone"), "/from/env");
+  EXPECT_EQ(default_cache_dir("", "", "/home/someone"), "/home/someone/.cache/dsv41");
+  EXPECT_EQ(default_cache_dir("", "", ""), "");
+  EXPECT_EQ(default_cache_dir("/from/flag", "", ""), "/from/flag");
 }
 
 }  // namespace

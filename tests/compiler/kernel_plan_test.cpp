@@ -1,13 +1,13 @@
 // tests/compiler/kernel_plan_test.cpp — plans with kernels: every variant of the tiny fixture (worlds 1-4) and
 // of the release (world 4, three prefill sizes) compiled for h200; bounds refused by name; calls that do
 // not bind to their kernel's contract refused by name.
-#include "compiler/kernel_plan.h"
+#include "compiler/kernels/kernel_plan.h"
 
 #include <gtest/gtest.h>
 
 #include "common/program_file.h"
-#include "compiler/emitter.h"
-#include "compiler/rank_planner.h"
+#include "compiler/emit/rank_phases.h"
+#include "compiler/program/rank_planner.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {
@@ -17,7 +17,9 @@ PlanOptions h200_options(int world) {
   PlanOptions options;
   options.world = world;
   options.target = *find_target("h200");
-  options.build.cache_dir = default_cache_dir("");  // $DSV41_CACHE in CI, shared by the suites
+  // $DSV41_CACHE in CI, shared by the suites
+  options.build.cache_dir = default_cache_dir("", std::getenv("DSV41_CACHE") ? std::getenv("DSV41_CACHE") : "",
+                                              std::getenv("HOME") ? std::getenv("HOME") : "");
   return options;
 }
 
@@ -108,7 +110,7 @@ TEST(KernelPlan, AnOptionalPrefillSizeThatBreaksABoundIsDroppedWithAWarning) {
   ASSERT_TRUE(settled.is_ok()) << settled.status().message();
   EXPECT_EQ(settled->prefill_rows, (std::vector<int64_t>{2048, 1024}));
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0], "--prefill-rows 4096 dropped: rank 0, phase prefill.n4096, call 9 (op): bound");
+  EXPECT_EQ(warnings[0], "setting prefill_rows = 4096: dropped: rank 0, phase prefill.n4096, call 9 (op): bound");
 
   auto refused = apply_refusals(settings, {{1, PhaseKind::Prefill, 2048, "rank 3, phase prefill.n2048: bound"}}, "h200",
                                 &warnings);

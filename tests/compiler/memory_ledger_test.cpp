@@ -1,12 +1,12 @@
 // tests/compiler/memory_ledger_test.cpp — per-rank memory: totals that add up, the refusal that prints the ledger, settings bounds.
-#include "compiler/memory_ledger.h"
+#include "compiler/plan/memory_ledger.h"
 
 #include <algorithm>
 #include <memory>
 
 #include <gtest/gtest.h>
 
-#include "compiler/rank_planner.h"
+#include "compiler/program/rank_planner.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {
@@ -196,8 +196,9 @@ TEST(MemoryLedger, LedgerTextShowsHostTablesOnlyWhenPresentAndTheLimitWhenChecke
   EXPECT_EQ(gib_text(7ull << 29), "3.50 GiB");
 }
 
-// Each refused setting names its flag and value (and the bound, where there is one).
-TEST(ServingSettingsCheck, RefusalsNameTheFlagAndTheValue) {
+// Each refused setting names the setting and its value (and the bound, where there is one); the
+// library knows no flags (dsv41c maps "setting context = 0" to "--context 0").
+TEST(ServingSettingsCheck, RefusalsNameTheSettingAndTheValue) {
   const ModelConfig config = test::fixture_config("dsv41-tiny");  // max_position_embeddings 4096
   struct Case {
     const char* what;
@@ -205,17 +206,17 @@ TEST(ServingSettingsCheck, RefusalsNameTheFlagAndTheValue) {
     std::vector<std::string> parts;
   };
   const std::vector<Case> cases = {
-      {"context 0", [](ServingSettings& s) { s.context = 0; }, {"--context 0", "max_position_embeddings 4096"}},
-      {"context over max", [](ServingSettings& s) { s.context = 4097; }, {"--context 4097", "4096"}},
-      {"slots 0", [](ServingSettings& s) { s.slots = 0; }, {"--slots 0", "4096"}},
-      {"slots 5000", [](ServingSettings& s) { s.slots = 5000; }, {"--slots 5000"}},
-      {"prefill 0", [](ServingSettings& s) { s.prefill_rows = {0}; }, {"--prefill-rows", "0", "65536"}},
-      {"prefill 70000", [](ServingSettings& s) { s.prefill_rows = {70000}; }, {"--prefill-rows", "70000"}},
-      {"decode none", [](ServingSettings& s) { s.decode_rows = {}; }, {"--decode-rows"}},
-      {"decode 300", [](ServingSettings& s) { s.decode_rows = {1, 300}; }, {"--decode-rows", "300", "256"}},
-      {"decode order", [](ServingSettings& s) { s.decode_rows = {4, 2}; }, {"--decode-rows", "2 after 4"}},
-      {"prefill twice", [](ServingSettings& s) { s.prefill_rows = {64, 64}; }, {"--prefill-rows", "64 listed twice"}},
-      {"activations", [](ServingSettings& s) { s.activations = DType::F16; }, {"--activations F16", "bf16 or f32"}},
+      {"context -1", [](ServingSettings& s) { s.context = -1; }, {"setting context = -1", "max_position_embeddings 4096"}},
+      {"context over max", [](ServingSettings& s) { s.context = 4097; }, {"setting context = 4097", "4096"}},
+      {"slots 0", [](ServingSettings& s) { s.slots = 0; }, {"setting slots = 0", "4096"}},
+      {"slots 5000", [](ServingSettings& s) { s.slots = 5000; }, {"setting slots = 5000"}},
+      {"prefill 0", [](ServingSettings& s) { s.prefill_rows = {0}; }, {"setting prefill_rows = 0", "65536"}},
+      {"prefill 70000", [](ServingSettings& s) { s.prefill_rows = {70000}; }, {"setting prefill_rows = 70000"}},
+      {"decode none", [](ServingSettings& s) { s.decode_rows = {}; }, {"setting decode_rows"}},
+      {"decode 300", [](ServingSettings& s) { s.decode_rows = {1, 300}; }, {"setting decode_rows = 300", "256"}},
+      {"decode order", [](ServingSettings& s) { s.decode_rows = {4, 2}; }, {"setting decode_rows = 2", "after 4"}},
+      {"prefill twice", [](ServingSettings& s) { s.prefill_rows = {64, 64}; }, {"prefill_rows = 64", "listed twice"}},
+      {"activations", [](ServingSettings& s) { s.activations = DType::F16; }, {"setting activations = F16", "bf16 or f32"}},
   };
   for (const Case& c : cases) {
     ServingSettings settings;
@@ -226,7 +227,25 @@ TEST(ServingSettingsCheck, RefusalsNameTheFlagAndTheValue) {
     ASSERT_FALSE(s.is_ok()) << c.what;
     for (const std::string& part : c.parts)
       EXPECT_NE(s.message().find(part), std::string::npos) << c.what << ": \"" << part << "\" not in " << s.message();
+    EXPECT_EQ(s.message().find("--"), std::string::npos) << c.what << ": a flag in " << s.message();
   }
+}
+
+// Context 0 asks for the default: 65,536, or the model's max_position_embeddings when smaller.
+TEST(ServingSettingsCheck, TheDefaultContextIsTheSmallerOf65536AndTheModelLimit) {
+  ModelConfig config = test::fixture_config("dsv41-tiny");
+  ASSERT_EQ(config.max_position_embeddings, 4096);
+  ServingSettings settings;
+  ASSERT_EQ(settings.context, 0);
+  EXPECT_EQ(default_context(config), 4096);
+  const Result<ServingSettings> tiny = resolve_settings(config, settings);
+  ASSERT_TRUE(tiny.is_ok()) << tiny.status().message();
+  EXPECT_EQ(tiny->context, 4096);
+  config.max_position_embeddings = 1 << 20;
+  EXPECT_EQ(default_context(config), 65536);
+  EXPECT_EQ(resolve_settings(config, settings)->context, 65536);
+  settings.context = 1000;  // asked for: kept
+  EXPECT_EQ(resolve_settings(config, settings)->context, 1000);
 }
 
 }  // namespace

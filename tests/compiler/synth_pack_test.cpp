@@ -1,5 +1,5 @@
 // tests/compiler/synth_pack_test.cpp — synth-pack writes complete, deterministic, correctly quantized packs.
-#include "compiler/synth_pack.h"
+#include "compiler/synth/synth_pack.h"
 
 #include <chrono>
 #include <cmath>
@@ -14,8 +14,8 @@
 #include "common/numeric_formats.h"
 #include "common/pack_index.h"
 #include "common/tensor_inventory.h"
-#include "compiler/safetensors_writer.h"
-#include "compiler/synth_encode.h"
+#include "compiler/synth/safetensors_writer.h"
+#include "compiler/synth/synth_encode.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {
@@ -284,7 +284,7 @@ TEST(SynthPack, ReleaseValuesDequantizeToTheBf16Values) {
   EXPECT_GT(checked[Encoding::FP4Rows], 0);
 }
 
-// The value scales the tiny model's deep forwards rely on (see compiler/synth_values.cpp).
+// The value scales the tiny model's deep forwards rely on (see compiler/synth/synth_values.cpp).
 TEST(SynthPack, ValuesHaveTheirDocumentedScales) {
   const Fixture tiny = fixture("dsv41-tiny");
   const ModelConfig& c = tiny.config;

@@ -1,8 +1,8 @@
 // tests/compiler/weight_plan_slices_test.cpp — one rank's byte runs for each rule, counted by hand; pack mismatches refused by name.
 #include <gtest/gtest.h>
 
-#include "compiler/rank_planner.h"
-#include "compiler/weight_plan.h"
+#include "compiler/program/rank_planner.h"
+#include "compiler/plan/weight_plan.h"
 #include "tests/support/pack_editor.h"
 
 namespace dsv41 {

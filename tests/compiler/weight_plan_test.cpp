@@ -1,5 +1,5 @@
 // tests/compiler/weight_plan_test.cpp — every split tensor is read exactly once across the ranks; world 1 reads the whole pack.
-#include "compiler/weight_plan.h"
+#include "compiler/plan/weight_plan.h"
 
 #include <algorithm>
 #include <map>

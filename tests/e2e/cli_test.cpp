@@ -73,16 +73,20 @@ TEST(Cli, HelpAndVersionExitWithZero) {
       << version.out;
 }
 
-// Tiny world 3: three uneven ranks; inspect --json reports each share and a self-consistent ledger.
-TEST(Cli, TinyWorld3PlansAndInspectsEveryRank) {
+// Tiny world 3 with no settings flags: three uneven ranks at the default context (the model's 4096,
+// below 65,536, said in the summary); inspect --json reports each share and a self-consistent ledger.
+TEST(Cli, TinyWorld3PlansWithDefaultsAndInspectsEveryRank) {
   TempDir dir;
   test::make_pack(dir / "pack", "dsv41-tiny", "bf16", 2);
   ASSERT_FALSE(PackIndex::open((dir / "pack").string())->check_data_present().is_ok()) << "expected a header-only pack";
-  const CommandResult r = plan(dir / "pack", 3, dir / "out", {"--context", "4096"});
+  const CommandResult r = plan(dir / "pack", 3, dir / "out");
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(files_of(dir / "out"), (std::vector<std::string>{"rank0.fb", "rank1.fb", "rank2.fb"}));
   EXPECT_NE(r.out.find("rank 1 of world 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("context 4096 tokens: the default, the smaller of 65536 and max_position_embeddings 4096"),
+            std::string::npos)
+      << r.out;
   const std::vector<json> groups = {{0, 3}, {3, 6}, {6, 8}}, heads = {{0, 6}, {6, 12}, {12, 16}};
   const std::vector<json> experts = {{0, 256}, {256, 512}, {512, 640}}, vocab = {{0, 512}, {512, 896}, {896, 1280}};
   uint64_t split_total = 0;
@@ -91,6 +95,7 @@ TEST(Cli, TinyWorld3PlansAndInspectsEveryRank) {
     const json j = inspect_json(dir / "out" / fmt::format("rank{}.fb", rank));
     EXPECT_EQ(j["world"], 3);
     EXPECT_EQ(j["rank"], rank);
+    EXPECT_EQ(j["settings"]["context"], 4096);
     EXPECT_EQ(j["share"]["groups"], groups[rank]);
     EXPECT_EQ(j["share"]["heads"], heads[rank]);
     EXPECT_EQ(j["share"]["expert_cols"], experts[rank]);
@@ -182,9 +187,10 @@ TEST(Cli, BadFlagValuesAreRefusedByName) {
   expect_refused(plan(pack, 3, out, with({"--rank", "5"})), {"--rank 5: outside 0..2 of world 3"});
   expect_refused(plan(pack, 3, out, with({"--rank", "x"})), {"--rank x: expected a rank number or \"all\""});
   expect_refused(plan(pack, 2, out, with({"--memory-gib", "-1"})), {"--memory-gib -1: must be positive"});
-  expect_refused(plan(pack, 2, out, {"--context", "0"}), {"--context 0", "max_position_embeddings 4096"});
-  expect_refused(plan(pack, 2, out), {"--context 65536", "max_position_embeddings 4096"});
-  expect_refused(plan(pack, 2, out, with({"--decode-rows", "4,2"})), {"--decode-rows: 2 after 4"});
+  expect_refused(plan(pack, 2, out, {"--context", "0"}), {"--context 0: must be at least 1"});
+  expect_refused(plan(pack, 2, out, {"--context", "4097"}), {"--context 4097", "max_position_embeddings 4096"});
+  expect_refused(plan(pack, 2, out, with({"--decode-rows", "4,2"})), {"--decode-rows 2: after 4"});
+  expect_refused(plan(pack, 2, out, with({"--prefill-rows", "0"})), {"--prefill-rows 0: must be between 1 and 65536"});
   expect_refused(plan(pack, 0, out, ctx), {"world 0: must be at least 1"});
   expect_refused(plan(pack, -1, out, ctx), {"world -1"});
   expect_refused(plan(pack, 6, out, ctx), {"world 6: more ranks than the 5 expert blocks"});

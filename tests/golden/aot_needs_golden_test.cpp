@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "compiler/aot_needs.h"
+#include "compiler/kernels/aot_needs.h"
 #include "tests/golden/golden_inputs.h"
 
 namespace dsv41 {
@@ -30,7 +30,7 @@ std::set<std::string> keys_of(const RankNeeds& r) {
 TEST(AotNeedsGolden, WorldsOneToFourNeedWhatTheGoldenPins) {
   for (int world = 1; world <= 4; ++world) {
     const std::string path = fmt::format("{}/fixtures/golden/aot-needs-release-w{}.json", DSV41_SOURCE_DIR, world);
-    const std::string golden = read_text(path);
+    const std::string golden = golden_body(read_text(path));
     ASSERT_FALSE(golden.empty()) << path << " missing; run tools/regen_goldens.sh";
     const std::string actual = aot_needs_json(needs_of(world));
     if (actual == golden) continue;

@@ -7,28 +7,18 @@
 
 #include "common/hashing.h"
 #include "common/program_file.h"
-#include "compiler/fingerprints.h"
-#include "compiler/rank_planner.h"
+#include "compiler/program/fingerprints.h"
+#include "compiler/program/rank_planner.h"
 #include "tests/golden/golden_inputs.h"
 
 namespace dsv41 {
 namespace {
 
-struct RankLists {
-  ProgramFile file;
-  CallLists lists;
-};
-
 RankLists plan_lists(int world, int rank) {
   PlanOptions options;
   options.world = world;
   options.target = *find_target("none");
-  auto plan = plan_rank(release_inputs(), options, rank);
-  EXPECT_TRUE(plan.is_ok()) << plan.status().message();
-  auto file = ProgramFile::from_bytes(plan->program, "plan");
-  EXPECT_TRUE(file.is_ok()) << file.status().message();
-  auto lists = read_call_lists(file->program());
-  return {std::move(file).value(), std::move(lists).value()};
+  return plan_rank_lists(release_inputs(), options, rank);
 }
 
 std::string fingerprint_lines(int world, int rank, const RankLists& r) {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/kernel_build.h"
+#include "compiler/kernels/kernel_build.h"
 
 namespace dsv41::gpu_test {
 

@@ -10,7 +10,7 @@
 
 #include "common/kernel_contract.h"
 #include "common/status.h"
-#include "compiler/targets.h"
+#include "compiler/plan/targets.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/kernel_launcher.h"
 #include "tests/gpu/gpu_op_inputs.h"
@@ -40,7 +40,7 @@ GpuSetup gpu_setup();
 std::vector<int32_t> compile_and_load(const std::vector<const Case*>& list, const Target& target, const Device& device,
                                       std::unique_ptr<gpu::KernelLauncher>& launcher);
 
-// The call's CallEnv, resolved against its rank's lists and weight plan (as compiler/kernel_plan.cpp does).
+// The call's CallEnv, resolved against its rank's lists and weight plan (as compiler/kernels/kernel_plan.cpp does).
 CallEnv call_env(const CallSite& site);
 
 // The GPU side of one call: uploads the image, binds every argument, launches, downloads the outputs

@@ -14,8 +14,8 @@
 #include "common/kernel_contract.h"
 #include "common/program_calls.h"
 #include "common/status.h"
-#include "compiler/memory_ledger.h"
-#include "compiler/weight_plan.h"
+#include "compiler/plan/serving_settings.h"
+#include "compiler/plan/weight_plan.h"
 
 namespace dsv41::gpu_test {
 

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/status.h"
-#include "compiler/emitter.h"
-#include "compiler/kernel_plan.h"
-#include "compiler/rank_planner.h"
-#include "compiler/synth_pack.h"
+#include "compiler/emit/rank_phases.h"
+#include "compiler/kernels/kernel_plan.h"
+#include "compiler/program/rank_planner.h"
+#include "compiler/synth/synth_pack.h"
 #include "tests/gpu/gpu_op_inputs.h"
 
 namespace dsv41::gpu_test {

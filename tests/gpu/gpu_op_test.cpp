@@ -4,7 +4,7 @@
 // Flow: header-only packs of the tiny fixture (in both pack formats: bf16, and the release formats
 // FP8 32x32 tiles / FP4 rows of 32 with UE8M0 scales) and of the release config are synthesised
 // in-process; their call lists are emitted and bound to kernels for target h200 (as
-// compiler/aot_needs.cpp does): tiny worlds 1-4, every rank, activations bf16 and f32; release world
+// compiler/kernels/aot_needs.cpp does): tiny worlds 1-4, every rank, activations bf16 and f32; release world
 // 4, ranks 0 and 2, the heavy ops of the largest decode phase of at most 16 rows. Each distinct
 // variant key keeps one representative call (the smallest phase of at most 64 rows for the tiny, the
 // fewest weight elements), the variants are compiled with NVRTC (cache: $DSV41_CACHE or the test's

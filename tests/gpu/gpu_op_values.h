@@ -9,7 +9,7 @@
 
 #include "common/call_list.h"
 #include "common/kernel_contract.h"
-#include "compiler/weight_plan.h"
+#include "compiler/plan/weight_plan.h"
 
 namespace dsv41::gpu_test {
 

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "compiler/rank_planner.h"
-#include "compiler/targets.h"
+#include "compiler/program/rank_planner.h"
+#include "compiler/plan/targets.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41::model_test {

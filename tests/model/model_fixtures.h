@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/model_config.h"
-#include "compiler/memory_ledger.h"
-#include "compiler/synth_pack.h"
+#include "compiler/plan/serving_settings.h"
+#include "compiler/synth/synth_pack.h"
 #include "runtime/generate.h"
 #include "tests/model/model_compare.h"
 #include "tests/reference/reference_model.h"

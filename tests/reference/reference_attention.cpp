@@ -9,7 +9,7 @@ namespace {
 
 // The selection this layer attends with: its own indexer's, or its index layer's (same row).
 std::vector<int64_t> selection_for(const AttentionContext& ctx, const Vec& x, const Vec& qr) {
-  const LayerRole& role = ctx.config.layers[ctx.layer];
+  const LayerWiring& role = ctx.wiring;
   if (role.ratio == 0) return {};
   if (role.index_source) {
     ctx.row.selection[ctx.layer] = run_indexer(ctx, x, qr);
@@ -24,7 +24,7 @@ std::vector<int64_t> selection_for(const AttentionContext& ctx, const Vec& x, co
 
 Vec run_attention(const AttentionContext& ctx, const Vec& x) {
   const ModelConfig& c = ctx.config;
-  const LayerRole& role = c.layers[ctx.layer];
+  const LayerWiring& role = ctx.wiring;
   const LayerWeights& w = ctx.weights.layers[ctx.layer];
   const int64_t p = ctx.position, dh = c.head_dim, heads = c.num_attention_heads, window = c.sliding_window;
 

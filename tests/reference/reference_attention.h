@@ -8,6 +8,7 @@
 #include "tests/reference/reference_math.h"
 #include "tests/reference/reference_state.h"
 #include "tests/reference/reference_weights.h"
+#include "tests/reference/reference_wiring.h"
 
 namespace dsv41::reference {
 
@@ -16,6 +17,7 @@ struct AttentionContext {
   const ModelConfig& config;
   const ModelWeights& weights;
   const Rope& rope;  // the layer's rope (by its ratio)
+  const LayerWiring& wiring;  // the layer's (derive_wiring)
   int64_t layer;
   int64_t position;
   SequenceState& sequence;

@@ -5,6 +5,48 @@
 #include <cmath>
 
 namespace dsv41::reference {
+namespace {
+
+// docs/model.md §5, the comb: C = scale[2]·m + base, a softmax along each row plus eps, then the
+// columns divided by their sum + eps, then iters-1 rounds of rows, then columns, the same way.
+// Written apart from runtime/cpu/ops_hc.cpp (a 2-D array, one normalise() for both axes) and run in
+// double in check mode, where the reference is the accuracy oracle; in bf16 mode in float, whose
+// operations come in the backend's order, so world 1 stays bit-identical to the reference
+// (tests/model/reference_match_test.cpp) and that test keeps pinning every bf16 rounding point.
+template <class T>
+Vec sinkhorn_comb(const HcWeights& w, const Vec& m, int64_t s_count, int64_t iters, double eps_in) {
+  const auto n = static_cast<size_t>(s_count);
+  const auto eps = static_cast<T>(eps_in);
+  std::vector<std::vector<T>> comb(n, std::vector<T>(n));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      comb[i][j] = static_cast<T>(w.scale[2]) * static_cast<T>(m[2 * n + i * n + j]) + w.base[2 * n + i * n + j];
+  for (std::vector<T>& row : comb) {
+    const T top = *std::max_element(row.begin(), row.end());
+    T total = 0;
+    for (T& v : row) total += (v = std::exp(v - top));
+    for (T& v : row) v = v / total + eps;
+  }
+  // Divides each row (by_rows) or each column by its sum + eps.
+  auto normalise = [&](bool by_rows) {
+    for (size_t a = 0; a < n; ++a) {
+      T total = 0;
+      for (size_t b = 0; b < n; ++b) total += by_rows ? comb[a][b] : comb[b][a];
+      for (size_t b = 0; b < n; ++b) (by_rows ? comb[a][b] : comb[b][a]) /= total + eps;
+    }
+  };
+  normalise(false);
+  for (int64_t it = 1; it < iters; ++it) {
+    normalise(true);
+    normalise(false);
+  }
+  Vec out(n * n);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j) out[i * n + j] = static_cast<float>(comb[i][j]);
+  return out;
+}
+
+}  // namespace
 
 HcMix hc_mix(const ModelConfig& c, const HcWeights& w, const Vec& x) {
   const int64_t s_count = c.hc_mult;
@@ -17,39 +59,13 @@ HcMix hc_mix(const ModelConfig& c, const HcWeights& w, const Vec& x) {
   HcMix mix;
   mix.pre.resize(s_count);
   mix.post.resize(s_count);
-  mix.comb.resize(s_count * s_count);
   for (int64_t s = 0; s < s_count; ++s) {
     mix.pre[s] = sigmoid(w.scale[0] * m[s] + w.base[s]) + eps;
     mix.post[s] = 2.0f * sigmoid(w.scale[1] * m[s_count + s] + w.base[s_count + s]);
   }
-  Vec& cm = mix.comb;
-  for (int64_t k = 0; k < s_count * s_count; ++k) cm[k] = w.scale[2] * m[2 * s_count + k] + w.base[2 * s_count + k];
-  auto normalise_rows = [&] {
-    for (int64_t i = 0; i < s_count; ++i) {
-      float total = 0.0f;
-      for (int64_t j = 0; j < s_count; ++j) total += cm[i * s_count + j];
-      for (int64_t j = 0; j < s_count; ++j) cm[i * s_count + j] /= total + eps;
-    }
-  };
-  auto normalise_columns = [&] {
-    for (int64_t j = 0; j < s_count; ++j) {
-      float total = 0.0f;
-      for (int64_t i = 0; i < s_count; ++i) total += cm[i * s_count + j];
-      for (int64_t i = 0; i < s_count; ++i) cm[i * s_count + j] /= total + eps;
-    }
-  };
-  for (int64_t i = 0; i < s_count; ++i) {  // row softmax, then + eps
-    float top = cm[i * s_count];
-    for (int64_t j = 1; j < s_count; ++j) top = std::max(top, cm[i * s_count + j]);
-    float total = 0.0f;
-    for (int64_t j = 0; j < s_count; ++j) total += (cm[i * s_count + j] = std::exp(cm[i * s_count + j] - top));
-    for (int64_t j = 0; j < s_count; ++j) cm[i * s_count + j] = cm[i * s_count + j] / total + eps;
-  }
-  normalise_columns();
-  for (int64_t it = 1; it < c.hc_sinkhorn_iters; ++it) {
-    normalise_rows();
-    normalise_columns();
-  }
+  mix.comb = current_rounding_mode() == Rounding::None
+                 ? sinkhorn_comb<double>(w, m, s_count, c.hc_sinkhorn_iters, c.hc_eps)
+                 : sinkhorn_comb<float>(w, m, s_count, c.hc_sinkhorn_iters, c.hc_eps);
   return mix;
 }
 

@@ -16,7 +16,7 @@ void write_entry(const AttentionContext& ctx, const Vec& latent, int64_t j) {
   const LayerWeights& w = ctx.weights.layers[ctx.layer];
   LayerCache& cache = ctx.sequence.layers[ctx.layer];
   DSV41_CHECK(static_cast<int64_t>(cache.compressed.size()) == j);
-  const int64_t first = j * ctx.config.layers[ctx.layer].ratio;  // the group's first position
+  const int64_t first = j * ctx.wiring.ratio;  // the group's first position
   Vec row = latent;
   ctx.rope.apply(row.data(), c.head_dim, first);
   bf_inplace(row);
@@ -33,7 +33,7 @@ void write_entry(const AttentionContext& ctx, const Vec& latent, int64_t j) {
 void run_compressor(const AttentionContext& ctx, const Vec& x) {
   const ModelConfig& c = ctx.config;
   const LayerWeights& w = ctx.weights.layers[ctx.layer];
-  const int64_t ratio = c.layers[ctx.layer].ratio, p = ctx.position;
+  const int64_t ratio = ctx.wiring.ratio, p = ctx.position;
   if (ratio == 1) {
     write_entry(ctx, rms_norm(matvec(w.compressor_wkv, x), w.compressor_norm, c.rms_norm_eps), p);
     return;
@@ -63,7 +63,7 @@ void run_compressor(const AttentionContext& ctx, const Vec& x) {
 
 std::vector<int64_t> run_indexer(const AttentionContext& ctx, const Vec& x, const Vec& qr) {
   const ModelConfig& c = ctx.config;
-  const LayerRole& role = c.layers[ctx.layer];
+  const LayerWiring& role = ctx.wiring;
   const LayerWeights& w = ctx.weights.layers[ctx.layer];
   const std::vector<Vec>& keys = ctx.sequence.layers[role.kv_layer].index_keys;
   const int64_t n = (ctx.position + 1) / role.ratio;

@@ -17,6 +17,8 @@ thread_local Rounding current_rounding = Rounding::BF16;
 RoundingScope::RoundingScope(Rounding rounding) : saved_(current_rounding) { current_rounding = rounding; }
 RoundingScope::~RoundingScope() { current_rounding = saved_; }
 
+Rounding current_rounding_mode() { return current_rounding; }
+
 float bf(float value) { return current_rounding == Rounding::BF16 ? bf16_round(value) : value; }
 
 void bf_inplace(Vec& values) {

@@ -33,6 +33,9 @@ class RoundingScope {
   Rounding saved_;
 };
 
+// This thread's current Rounding.
+Rounding current_rounding_mode();
+
 // b(v): v rounded as the current Rounding says, read back as fp32.
 float bf(float value);
 void bf_inplace(Vec& values);

@@ -13,6 +13,7 @@ Result<ReferenceModel> ReferenceModel::load(const std::string& model_dir) {
   if (model.config_.has_engram())
     return Status::errorf("{}: engram_layer_ids: {} layers, the reference model does not implement Engram yet",
                           model_dir, model.config_.engram_layer_ids.size());
+  model.wiring_ = derive_wiring(model.config_);
   DSV41_ASSIGN_OR_RETURN(model.weights_, load_model_weights(model.config_, model_dir));
   return model;
 }
@@ -21,6 +22,7 @@ ReferenceModel ReferenceModel::assemble(ModelConfig config, ModelWeights weights
   DSV41_CHECK(static_cast<int64_t>(weights.layers.size()) == config.num_hidden_layers);
   ReferenceModel model;
   model.config_ = std::move(config);
+  model.wiring_ = derive_wiring(model.config_);
   model.weights_ = std::move(weights);
   return model;
 }
@@ -62,7 +64,7 @@ Result<std::vector<std::vector<float>>> ReferenceModel::forward(const std::vecto
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
       // Hook point of docs/model.md §8: Engram would modify `streams` here, DSpark would tap their mean.
       const LayerWeights& lw = w.layers[l];
-      const AttentionContext ctx{c, w, ropes[c.layers[l].ratio], l, p, sequence, row, stats};
+      const AttentionContext ctx{c, w, ropes[wiring_[l].ratio], wiring_[l], l, p, sequence, row, stats};
       const HcMix attn_mix = hc_mix(c, lw.hc_attn, streams);
       const Vec a = run_attention(ctx, rms_norm(hc_collapse(c, streams, pre_prev), lw.attn_norm, c.rms_norm_eps));
       streams = hc_post(c, a, streams, attn_mix);

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "tests/reference/reference_state.h"
 #include "tests/reference/reference_weights.h"
+#include "tests/reference/reference_wiring.h"
 
 namespace dsv41::reference {
 
@@ -35,6 +36,7 @@ class ReferenceModel {
 
  private:
   ModelConfig config_;
+  std::vector<LayerWiring> wiring_;  // derived from config_'s raw fields
   ModelWeights weights_;
 };
 

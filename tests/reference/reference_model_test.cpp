@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "compiler/synth_pack.h"
+#include "compiler/synth/synth_pack.h"
 #include "tests/reference/reference_hc.h"
 
 namespace dsv41::reference {

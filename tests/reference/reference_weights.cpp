@@ -1,13 +1,14 @@
-// tests/reference/reference_weights.cpp — loads the unsplit model through PackIndex and dequantize(), checking names and shapes.
+// tests/reference/reference_weights.cpp — loads the unsplit model through PackIndex and its own decoder, checking names and shapes.
 #include "tests/reference/reference_weights.h"
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 
-#include "common/numeric_formats.h"
 #include "common/pack_index.h"
 #include "common/tensor_inventory.h"
+#include "tests/reference/reference_decode.h"
+#include "tests/reference/reference_wiring.h"
 
 namespace dsv41::reference {
 namespace {
@@ -47,9 +48,7 @@ class TensorReader {
     m.rows = want.shape.size() == 1 ? 1 : want.shape[0];
     m.cols = want.shape.back();
     for (size_t d = 1; d + 1 < want.shape.size(); ++d) m.cols *= want.shape[d];
-    m.v.resize(static_cast<size_t>(m.rows * m.cols));
-    dequantize(encoding, plain_dtype, weight.data(), scale.empty() ? nullptr : scale.data(), m.rows, m.cols,
-               m.v.data());
+    m.v = decode_tensor(encoding, plain_dtype == DType::F32, weight, scale, m.rows, m.cols);
     return m;
   }
 
@@ -120,9 +119,8 @@ Status load_expert(TensorReader& r, const std::string& prefix, ExpertWeights& e)
   return Status::ok();
 }
 
-Status load_layer(TensorReader& r, const ModelConfig& c, int64_t l, LayerWeights& w) {
+Status load_layer(TensorReader& r, const ModelConfig& c, const LayerWiring& role, int64_t l, LayerWeights& w) {
   const std::string p = "layers." + std::to_string(l) + ".";
-  const LayerRole& role = c.layers[l];
   DSV41_ASSIGN_OR_RETURN(w.wq_a, r.matrix(p + "attn.wq_a.weight"));
   DSV41_ASSIGN_OR_RETURN(w.q_norm, r.vec(p + "attn.q_norm.weight"));
   DSV41_ASSIGN_OR_RETURN(w.wq_b, r.matrix(p + "attn.wq_b.weight"));
@@ -170,7 +168,8 @@ Result<ModelWeights> load_model_weights(const ModelConfig& c, const std::string&
   DSV41_ASSIGN_OR_RETURN(w.head, r.matrix("head.weight"));
   DSV41_ASSIGN_OR_RETURN(w.norm, r.vec("norm.weight"));
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) DSV41_TRY(load_layer(r, c, l, w.layers[l]));
+  const std::vector<LayerWiring> wiring = derive_wiring(c);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) DSV41_TRY(load_layer(r, c, wiring[l], l, w.layers[l]));
   return w;
 }
 

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/rank_planner.h"
-#include "compiler/synth_pack.h"
-#include "compiler/targets.h"
+#include "compiler/program/rank_planner.h"
+#include "compiler/synth/synth_pack.h"
+#include "compiler/plan/targets.h"
 #include "runtime/cpu/cpu_session.h"
 #include "runtime/exchange.h"
 #include "tests/runtime/runtime_fixtures.h"

@@ -1,4 +1,4 @@
-// tests/runtime/generate_test.cpp — generate(): the same tokens at every world and segment size, eos, and each refusal.
+// tests/runtime/generate_test.cpp — generate(): in check mode the same tokens at every world and segment size, eos, and each refusal.
 #include "runtime/generate.h"
 
 #include <cmath>
@@ -25,14 +25,19 @@ GenerateOptions options_for(const test::fs::path& programs, int max_tokens, int6
   return o;
 }
 
-TEST(Generate, EveryWorldAndSegmentSizeGivesTheSameTokens) {
+// Check mode (f32 activations): worlds and segment sizes change only the order of fp32 sums, so the
+// logits agree to 1e-3·max|logit| and the greedy tokens are identical. (In bf16 the rank-ordered sums
+// round differently and tokens may part across worlds: tests/model/world_match_test.cpp bounds that.)
+TEST(Generate, EveryWorldAndSegmentSizeGivesTheSameTokensInCheckMode) {
   test::TempDir dir("worlds");
   const test::fs::path& pack = test::tiny_pack("release");
+  ServingSettings settings = test::small_settings();
+  settings.activations = DType::F32;
   std::vector<int32_t> reference;
   std::vector<std::vector<float>> reference_logits;
   for (int world : {1, 2, 3}) {
     const test::fs::path programs = dir / ("w" + std::to_string(world));
-    test::write_programs(programs, pack, world, test::small_settings());
+    test::write_programs(programs, pack, world, settings);
     for (int64_t segment : {0, 4, 1}) {
       SCOPED_TRACE(::testing::Message() << "world " << world << ", segment rows " << segment);
       auto result = generate(options_for(programs, 5, segment));
@@ -49,9 +54,13 @@ TEST(Generate, EveryWorldAndSegmentSizeGivesTheSameTokens) {
         continue;
       }
       EXPECT_EQ(result->tokens, reference);
-      for (size_t i = 0; i < reference_logits.size(); ++i)
+      for (size_t i = 0; i < reference_logits.size(); ++i) {
+        float amax = 0.0f;
+        for (float v : reference_logits[i]) amax = std::max(amax, std::fabs(v));
+        ASSERT_GT(amax, 0.0f) << "step " << i << ": all-zero logits compare trivially";
         for (size_t v = 0; v < 1280; ++v)
-          ASSERT_NEAR(result->logits[i][v], reference_logits[i][v], 2e-2) << "step " << i << " id " << v;
+          ASSERT_NEAR(result->logits[i][v], reference_logits[i][v], 1e-3 * amax) << "step " << i << " id " << v;
+      }
     }
   }
 }

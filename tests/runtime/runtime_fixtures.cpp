@@ -12,9 +12,9 @@
 
 #include "common/numeric_formats.h"
 #include "common/pack_index.h"
-#include "compiler/rank_planner.h"
-#include "compiler/synth_pack.h"
-#include "compiler/targets.h"
+#include "compiler/program/rank_planner.h"
+#include "compiler/synth/synth_pack.h"
+#include "compiler/plan/targets.h"
 
 namespace dsv41::test {
 namespace {

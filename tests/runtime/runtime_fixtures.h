@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/program_file.h"
-#include "compiler/memory_ledger.h"
+#include "compiler/plan/serving_settings.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41::test {

@@ -1,0 +1,128 @@
+// compiler/emit/phase_emitter_attention.cpp — one layer's attention sublayer as calls (docs/model.md §6).
+#include <cmath>
+
+#include "compiler/emit/phase_emitter.h"
+
+namespace dsv41 {
+
+void PhaseEmitter::emit_attention(int layer) {
+  const ModelConfig& c = in_.config;
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  const int mix = emit_hc_front(p, "attn", "ffn");
+  emit_query_and_window(p, layer);
+  if (c.layers[layer].kv_source) emit_compressor(p, layer);
+  if (c.layers[layer].index_source) emit_indexer(p, layer);
+  emit_attention_output(p, layer);
+  emit_hc_post(mix);
+}
+
+void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
+  const ModelConfig& c = in_.config;
+  const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
+  const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
+  const int qa = buffer("q.lora.raw", DType::F32, {c.q_lora_rank}), qr = buffer("q.lora", DType::BF16, {c.q_lora_rank});
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.q_lora_rank).scratch("x", xn)
+          .weight("w", weight(p + "attn.wq_a.weight")).scratch("out", qa));
+  add(CallBuilder("rmsnorm").k("width", c.q_lora_rank).scratch("x", qa).weight("w", weight(p + "attn.q_norm.weight"))
+          .real("eps", c.rms_norm_eps).scratch("out", qr));
+  const int qb = buffer("q.heads.bf16", DType::BF16, {width}), q = buffer("q.heads", DType::F32, {width});
+  add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", qr)
+          .weight("w", weight(p + "attn.wq_b.weight")).scratch("out", qb));
+  CallBuilder rope_q("rope");
+  rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
+      .scratch("x", qb).scratch("out", q);
+  add(with_rope(rope_q, layer));
+  const int kva = buffer("kv.raw", DType::F32, {c.head_dim}), kv = buffer("kv", DType::BF16, {c.head_dim});
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", xn)
+          .weight("w", weight(p + "attn.wkv.weight")).scratch("out", kva));
+  add(CallBuilder("rmsnorm").k("width", c.head_dim).scratch("x", kva).weight("w", weight(p + "attn.kv_norm.weight"))
+          .real("eps", c.rms_norm_eps).scratch("out", kv));
+  CallBuilder rope_kv("rope");
+  rope_kv.k("heads", 1).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
+      .scratch("x", kv).scratch("out", kv);
+  add(with_rope(rope_kv, layer));
+}
+
+void PhaseEmitter::emit_compressor(const std::string& p, int layer) {
+  const ModelConfig& c = in_.config;
+  const LayerRole& role = c.layers[layer];
+  const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
+  const int raw = buffer("compress.raw", DType::F32, {c.head_dim});
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", xn)
+          .weight("w", weight(p + "attn.compressor.wkv.weight")).scratch("out", raw));
+  CallBuilder b("compress");
+  b.k("ratio", role.ratio).k("head_dim", c.head_dim).k("index_head_dim", c.index_head_dim)
+      .k("rope_dim", c.qk_rope_head_dim).statics().scratch("raw", raw);
+  if (role.ratio >= 2) {
+    const int gate = buffer("compress.gate", DType::F32, {c.head_dim});
+    add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", xn)
+            .weight("w", weight(p + "attn.compressor.wgate.weight")).scratch("out", gate));
+    b.scratch("gate", gate);
+  }
+  const std::string s = "L" + std::to_string(layer) + ".";
+  b.weight("norm", weight(p + "attn.compressor.norm.weight")).weight("wk", weight(p + "attn.indexer.wk.weight"))
+      .weight("k_norm", weight(p + "attn.indexer.k_norm.weight")).real("eps", c.rms_norm_eps);
+  if (role.ratio >= 2) b.state("tail", state(s + "tail"));
+  b.state("cache", state(s + "cache")).state("index_cache", state(s + "index_cache"));
+  add(with_rope(b, layer));
+}
+
+void PhaseEmitter::emit_indexer(const std::string& p, int layer) {
+  const ModelConfig& c = in_.config;
+  const LayerRole& role = c.layers[layer];
+  const int64_t width = c.index_n_heads * c.index_head_dim;
+  const int iqb = buffer("index.q.bf16", DType::BF16, {width}), iq = buffer("index.q", DType::F32, {width});
+  add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", buffer("q.lora", DType::BF16, {c.q_lora_rank}))
+          .weight("w", weight(p + "attn.indexer.wq_b.weight")).scratch("out", iqb));
+  CallBuilder rope("rope");
+  rope.k("heads", c.index_n_heads).k("head_dim", c.index_head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0)
+      .statics().scratch("x", iqb).scratch("out", iq);
+  add(with_rope(rope, layer));
+  const int iw = buffer("index.weights", DType::F32, {c.index_n_heads});
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.index_n_heads)
+          .scratch("x", buffer("x.norm", DType::BF16, {c.hidden_size}))
+          .weight("w", weight(p + "attn.indexer.weights_proj.weight")).scratch("out", iw));
+  const int mode = role.candidate_source ? 1 : role.candidate_masked ? 2 : 0;
+  CallBuilder b("index_select");
+  b.k("index_heads", c.index_n_heads).k("index_head_dim", c.index_head_dim).k("ratio", role.ratio)
+      .k("topk", c.index_topk).k("mode", mode).k("cand_blocks", mode ? c.candidate_topk_blocks : 0)
+      .k("cand_block_size", mode ? c.candidate_block_size : 0).statics().scratch("iq", iq).scratch("iw", iw)
+      .state("index_cache", state("L" + std::to_string(role.kv_layer) + ".index_cache"));
+  if (mode) b.scratch("candidates", buffer("candidates", DType::I32, {c.candidate_topk_blocks}));
+  b.scratch("out", buffer("selected", DType::I32, {c.index_topk}));
+  add(b);
+}
+
+void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
+  const ModelConfig& c = in_.config;
+  const LayerRole& role = c.layers[layer];
+  const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim, groups = in_.share.groups.size();
+  const std::string s = "L" + std::to_string(layer) + ".";
+  const int kv = buffer("kv", DType::BF16, {c.head_dim}), out = buffer("attn.out", DType::BF16, {width});
+  CallBuilder b("sparse_attention");
+  b.k("heads", heads).k("head_dim", c.head_dim).k("window", c.sliding_window).k("topk", role.ratio > 0 ? c.index_topk : 0)
+      .statics().scratch("q", buffer("q.heads", DType::F32, {width})).scratch("kv", kv).state("ring", state(s + "ring"));
+  if (role.ratio > 0)
+    b.state("cache", state("L" + std::to_string(role.kv_layer) + ".cache"))
+        .scratch("selected", buffer("selected", DType::I32, {c.index_topk}));
+  b.weight("sink", weight(p + "attn.attn_sink")).real("scale", 1.0 / std::sqrt(static_cast<double>(c.head_dim)))
+      .scratch("out", out);
+  add(b);
+  // The ring is written after attention: this step's rows are read from `kv` directly.
+  add(CallBuilder("window_store").k("window", c.sliding_window).k("head_dim", c.head_dim).statics().scratch("kv", kv)
+          .state("ring", state(s + "ring")));
+  CallBuilder inverse("rope");
+  inverse.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 1).statics()
+      .scratch("x", out).scratch("out", out);
+  add(with_rope(inverse, layer));
+  const int z = buffer("attn.groups", DType::BF16, {groups * c.o_lora_rank});
+  add(CallBuilder("grouped_linear").k("groups", groups).k("in_per_group", c.group_width).k("out_per_group", c.o_lora_rank)
+          .scratch("x", out).weight("w", weight(p + "attn.wo_a.weight")).scratch("out", z));
+  const int partial = buffer("partial", DType::F32, {c.hidden_size});
+  add(CallBuilder("linear").k("in_features", groups * c.o_lora_rank).k("out_features", c.hidden_size).scratch("x", z)
+          .weight("w", weight(p + "attn.wo_b.weight")).scratch("out", partial));
+  add(CallBuilder("exchange_sum").k("width", c.hidden_size).scratch("x", partial)
+          .scratch("out", buffer("sub", DType::BF16, {c.hidden_size})));
+}
+
+}  // namespace dsv41

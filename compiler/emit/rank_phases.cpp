@@ -1,0 +1,23 @@
+// compiler/emit/rank_phases.cpp — one phase per decode bucket and prefill size, all over one state layout.
+#include "compiler/emit/rank_phases.h"
+
+#include "compiler/emit/phase_emitter.h"
+
+namespace dsv41 {
+
+CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, const WeightPlan& weights,
+                          const ServingSettings& settings) {
+  const StateLayout state = plan_state_layout(config, settings.context, settings.activations);
+  EmitInputs inputs{config, share, weights, state, {}, {}, settings.activations};
+  inputs.weight_index.reserve(weights.tensors.size());
+  for (size_t i = 0; i < weights.tensors.size(); ++i) inputs.weight_index.emplace(weights.tensors[i].name, static_cast<int>(i));
+  for (int r = 0; r < share.world; ++r) inputs.vocab_widths.push_back(split_evenly(config.vocab_blocks, share.world, r).size() * kColumnBlock);
+  CallLists lists;
+  lists.state_buffers = state.buffers;
+  lists.state_bytes_per_slot = state.bytes_per_slot;
+  for (int64_t rows : settings.decode_rows) lists.phases.push_back(PhaseEmitter(inputs, PhaseKind::Decode, rows).emit());
+  for (int64_t rows : settings.prefill_rows) lists.phases.push_back(PhaseEmitter(inputs, PhaseKind::Prefill, rows).emit());
+  return lists;
+}
+
+}  // namespace dsv41

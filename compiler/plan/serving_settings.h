@@ -1,0 +1,38 @@
+// compiler/plan/serving_settings.h — what a deployment serves (context, slots, row counts, activations),
+// its model-dependent defaults and the bounds every setting must meet.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/model_config.h"
+#include "common/status.h"
+
+namespace dsv41 {
+
+// The context used when none is asked for, unless the model's max_position_embeddings is smaller.
+constexpr int64_t kDefaultContext = 65536;
+
+struct ServingSettings {
+  int64_t context = 0;                         // tokens a slot can hold; 0: default_context(config)
+  int slots = 8;                               // sequences served at once
+  std::vector<int64_t> prefill_rows = {2048};  // prefill segment sizes; the first is the default
+  std::vector<int64_t> decode_rows = {1, 2, 4, 8, 16};
+  // BF16: activations and caches are rounded where docs/model.md §2 says. F32: nothing is rounded,
+  // the "check mode" in which two implementations agree to fp32 accuracy.
+  DType activations = DType::BF16;
+};
+
+// The smaller of kDefaultContext and the model's max_position_embeddings (when it states one).
+int64_t default_context(const ModelConfig& config);
+
+// Messages name the setting as "setting NAME = VALUE" (NAME as in ServingSettings), so a front end
+// can name its own spelling of it (dsv41c maps them to its flags).
+// Refuses settings that cannot be served (context, slots, row counts).
+Status check_settings(const ModelConfig& config, const ServingSettings& settings);
+// The settings with defaults filled in (context 0 → default_context), then checked.
+Result<ServingSettings> resolve_settings(const ModelConfig& config, const ServingSettings& settings);
+
+}  // namespace dsv41

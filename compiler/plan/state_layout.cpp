@@ -1,0 +1,38 @@
+// compiler/plan/state_layout.cpp — per-slot state sized for the planned context; caches never wrap, rings do.
+#include "compiler/plan/state_layout.h"
+
+namespace dsv41 {
+
+uint64_t append_buffer(std::vector<BufferDecl>& buffers, uint64_t used, std::string name, DType dtype,
+                       std::vector<int64_t> shape) {
+  uint64_t bytes = dtype_bytes(dtype);
+  for (int64_t extent : shape) bytes *= static_cast<uint64_t>(extent);
+  const uint64_t offset = (used + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  buffers.push_back({std::move(name), dtype, std::move(shape), offset, bytes});
+  return offset + bytes;
+}
+
+int StateLayout::index_of(const std::string& name) const {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations) {
+  StateLayout layout;
+  uint64_t used = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "L" + std::to_string(l) + ".";
+    const LayerRole& role = c.layers[l];
+    used = append_buffer(layout.buffers, used, p + "ring", activations, {c.sliding_window, c.head_dim});
+    if (!role.kv_source) continue;
+    const int64_t entries = (context + role.ratio - 1) / role.ratio;
+    used = append_buffer(layout.buffers, used, p + "cache", activations, {entries, c.head_dim});
+    used = append_buffer(layout.buffers, used, p + "index_cache", activations, {entries, c.index_head_dim});
+    if (role.ratio >= 2) used = append_buffer(layout.buffers, used, p + "tail", DType::F32, {role.ratio, 2 * c.head_dim});
+  }
+  layout.bytes_per_slot = (used + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  return layout;
+}
+
+}  // namespace dsv41
