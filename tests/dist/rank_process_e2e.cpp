@@ -106,8 +106,9 @@ std::vector<std::string> rank_args(std::vector<std::string> args, int rank, int 
   return args;
 }
 
-// Kills `victim` of a world of 3 mid-decode (rank 0 pauses 100 ms per step, so 40 steps outlast the
-// kill); every other rank must exit within 2 s with the documented code, naming the victim.
+// Kills `victim` of a world of 3 mid-decode (rank 0 pauses 100 ms per step and announces it, so the
+// kill lands between steps 3 and 40); every other rank must exit within 2 s with the documented
+// code, naming the victim.
 void kill_one_mid_decode(int victim) {
   test::TempDir dir("kill");
   const test::fs::path programs = dir / "w3";
@@ -121,7 +122,12 @@ void kill_one_mid_decode(int victim) {
     args.push_back("100");
     ranks[r].start(rank_args(args, r, 3, port.value()), dir / fmt::format("rank{}.err", r));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // joined, loaded, decoding
+  // Joined, loaded, decoding: rank 0 has announced its third decode step (slow machines: up to 60 s).
+  const auto started = Clock::now();
+  while (ranks[0].stderr_text().find("decode step 3\n") == std::string::npos) {
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(60)) << "rank 0 never reached decode step 3";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   for (RankProcess& r : ranks) ASSERT_EQ(waitpid(r.pid, &r.status, WNOHANG), 0) << "a rank ended before the kill";
   kill(ranks[victim].pid, SIGKILL);
   const auto killed_at = Clock::now();
@@ -161,12 +167,14 @@ TEST(RankProcesses, MismatchedProgramsAreRefusedOnEveryRankWithOneMessage) {
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(ranks[r].wait(10000));
     EXPECT_EQ(ranks[r].exit_code(), 1) << ranks[r].stderr_text();
+    const std::string prefix = fmt::format("dsv41-rt: error: rank {}: ", r);
     const std::string text = ranks[r].stderr_text();
+    ASSERT_EQ(text.rfind(prefix, 0), 0u) << text;
     EXPECT_NE(text.find("ranks disagree at start-up: agreement_digest: rank 0 "), std::string::npos) << text;
     EXPECT_NE(text.find("settings: rank 0 (context 64, "), std::string::npos) << text;
     EXPECT_NE(text.find("rank 1 (context 32, "), std::string::npos) << text;
-    if (r == 0) first_line = text;
-    else EXPECT_EQ(text, first_line) << "every rank refuses with the same message";
+    if (r == 0) first_line = text.substr(prefix.size());
+    else EXPECT_EQ(text.substr(prefix.size()), first_line) << "every rank refuses with the same message";
   }
 }
 
