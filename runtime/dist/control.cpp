@@ -36,7 +36,8 @@ Control::~Control() {
   }
   heartbeat_wake_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
-  for (auto& link : links_) link->expect_close();
+  // Every reader ends before any link is freed: a reader telling this control of a failure walks all links.
+  for (auto& link : links_) link->stop_reader();
   links_.clear();
 }
 

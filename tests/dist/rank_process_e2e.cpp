@@ -66,9 +66,10 @@ struct RankProcess {
 
   void start(const std::vector<std::string>& args, const test::fs::path& err_path) {
     err = err_path;
+    test::write_file(err_path, "");  // exists before the child runs: the test may read it at once
     pid = fork();
     if (pid == 0) {
-      FILE* f = freopen(err_path.c_str(), "w", stderr);
+      FILE* f = freopen(err_path.c_str(), "a", stderr);
       (void)f;
       FILE* o = freopen("/dev/null", "w", stdout);
       (void)o;
@@ -192,6 +193,30 @@ TEST(RankProcesses, LaunchReportsTheFirstFailure) {
   EXPECT_NE(run.err.find("dsv41-rt launch: first failure: rank 1 (pid "), std::string::npos) << run.describe();
   EXPECT_NE(run.err.find("rank1.fb"), std::string::npos) << run.describe();
   EXPECT_NE(run.err.find("ranks 1 did not join within 1000 ms"), std::string::npos) << run.describe();
+}
+
+// SIGTERM to the launcher reaches every rank; the launcher ends with the first rank's signal.
+TEST(RankProcesses, LaunchForwardsSigterm) {
+  test::TempDir dir("term");
+  const test::fs::path programs = dir / "w2";
+  test::write_programs(programs, test::tiny_pack("release"), 2, test::small_settings());
+  std::vector<std::string> args = {"launch", "--world", "2"};
+  for (const std::string& a : generate_args(programs, 40, 0)) args.push_back(a);
+  args.push_back("--step-pause-ms");
+  args.push_back("100");
+  RankProcess launcher;
+  launcher.start(args, dir / "launch.err");
+  const auto started = Clock::now();
+  while (launcher.stderr_text().find("decode step 3\n") == std::string::npos) {
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(60)) << "rank 0 never reached decode step 3";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(launcher.pid, SIGTERM);
+  ASSERT_TRUE(launcher.wait(2000)) << launcher.stderr_text();
+  EXPECT_EQ(launcher.exit_code(), 128 + SIGTERM) << launcher.stderr_text();
+  EXPECT_NE(launcher.stderr_text().find("dsv41-rt launch: first failure: rank "), std::string::npos)
+      << launcher.stderr_text();
+  EXPECT_NE(launcher.stderr_text().find("was killed by signal 15"), std::string::npos) << launcher.stderr_text();
 }
 
 }  // namespace
