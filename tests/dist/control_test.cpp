@@ -86,6 +86,25 @@ TEST(Control, JoinsCarriesCommandsAndStops) {
   closer.join();
 }
 
+// Rank 0 heartbeats each follower from the moment it joins, so an early follower outlives the
+// watchdog while a late one is still starting.
+TEST(Control, ALateFollowerDoesNotTripTheEarlyOnesWatchdog) {
+  const int port = free_port();
+  std::vector<std::future<Result<std::unique_ptr<Control>>>> futures;
+  for (int r = 0; r < 3; ++r)
+    futures.push_back(std::async(std::launch::async, [=] {
+      if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(900));
+      ControlOptions o = options(r, 3, port);
+      o.watchdog_ms = 300;
+      o.heartbeat_ms = 50;
+      return Control::join(o, facts(r, 3));
+    }));
+  for (auto& f : futures) {
+    auto c = f.get();
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+  }
+}
+
 TEST(Control, AgreementMismatchRefusesEveryRankWithOneMessage) {
   auto world = join_world(3, free_port(), [](int r, RankFacts& f) {
     if (r == 2) f.pack_digest = 0xbad;
