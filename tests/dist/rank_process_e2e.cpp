@@ -195,6 +195,12 @@ TEST(RankProcesses, LaunchReportsTheFirstFailure) {
   EXPECT_NE(run.err.find("ranks 1 did not join within 1000 ms"), std::string::npos) << run.describe();
 }
 
+TEST(RankProcesses, LaunchWithoutAWorldIsAUsageError) {
+  const test::CommandResult run = test::run_dsv41rt({"launch", "generate", "/nonexistent", "--model", "/nonexistent"});
+  EXPECT_EQ(run.exit_code, 2) << run.describe();
+  EXPECT_NE(run.err.find("give --world W (CPU ranks) or --gpus 0,1,..."), std::string::npos) << run.describe();
+}
+
 // SIGTERM to the launcher reaches every rank; the launcher ends with the first rank's signal.
 TEST(RankProcesses, LaunchForwardsSigterm) {
   test::TempDir dir("term");
