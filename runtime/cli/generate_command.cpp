@@ -53,6 +53,8 @@ Status run_generate(GenerateFlags f) {
     f.rank_process.generate = f.options;
     const int rank = f.rank_process.rank;
     f.rank_process.on_peer_failure = [rank](const std::string& reason) { exit_for_peer_failure(rank, reason); };
+    if (f.rank_process.step_pause_ms > 0)  // a test is watching for the decode to be under way
+      f.rank_process.on_decode_step = [](int step) { std::fprintf(stderr, "dsv41-rt: rank 0: decode step %d\n", step); };
     auto ran = dist::generate_as_rank(f.rank_process);
     if (!ran.is_ok()) return ran.status().with_context(fmt::format("rank {}", rank));
     result = std::move(ran).value();
@@ -118,7 +120,7 @@ Runner add_generate_command(CLI::App& app) {
                   "how long ranks wait for each other to join (with --master)")
       ->needs(master)->capture_default_str();
   cmd->add_option("--step-pause-ms", f->rank_process.step_pause_ms,
-                  "rank 0 pauses before each decode step (tests of fail-fast; with --master)")
+                  "rank 0 pauses before each decode step and says so on stderr (tests of fail-fast; with --master)")
       ->needs(master);
   return [f]() { return run_generate(*f); };
 }

@@ -36,7 +36,8 @@ Control::~Control() {
   }
   heartbeat_wake_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
-  for (auto& link : links_) link->expect_close();
+  // Every reader ends before any link is freed: a reader telling this control of a failure walks all links.
+  for (Link* link : links()) link->stop_reader();
   links_.clear();
 }
 
@@ -46,7 +47,6 @@ Status Control::join_as_leader(const RankFacts& mine) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   std::map<int, RankFacts> joined;
   Status refusal;
-  std::vector<std::unique_ptr<Link>> pending;  // joined links, before their rank is known to be valid
   while (static_cast<int>(joined.size()) < options_.world - 1) {
     std::string address;
     auto socket = accept_before(listener, deadline, &address);
@@ -82,19 +82,19 @@ Status Control::join_as_leader(const RankFacts& mine) {
     link->set_peer(facts->rank, fmt::format("rank {} ({})", facts->rank, address));
     joined[facts->rank] = facts.value();
     link->start();
-    pending.push_back(std::move(link));
+    std::lock_guard lock(links_mutex_);  // from now on it heartbeats: joined followers wait for the rest
+    links_.push_back(std::move(link));
   }
-  std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a->peer_rank() < b->peer_rank(); });
   {
-    std::lock_guard lock(heartbeat_mutex_);
-    links_ = std::move(pending);
+    std::lock_guard lock(links_mutex_);
+    std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a->peer_rank() < b->peer_rank(); });
   }
   if (refusal.is_ok()) {
     std::vector<RankFacts> all = {mine};
     for (const auto& [rank, facts] : joined) all.push_back(facts);
     refusal = check_agreement(all);
   }
-  for (auto& link : links_) {
+  for (Link* link : links()) {
     if (!refusal.is_ok()) link->expect_close();
     (void)link->send(FrameType::Agreement, verdict(refusal));
   }
@@ -104,48 +104,56 @@ Status Control::join_as_leader(const RankFacts& mine) {
 Status Control::join_as_follower(const RankFacts& mine) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   DSV41_ASSIGN_OR_RETURN(Socket socket, connect_before(options_.master, deadline));
-  auto link = std::make_unique<Link>(std::move(socket), 0, fmt::format("rank 0 ({})", options_.master.text()),
+  auto leader = std::make_unique<Link>(std::move(socket), 0, fmt::format("rank 0 ({})", options_.master.text()),
                                      options_.watchdog_ms, observer());
-  DSV41_TRY(link->send(FrameType::Hello, encode_facts(mine)));
-  link->start();
+  DSV41_TRY(leader->send(FrameType::Hello, encode_facts(mine)));
+  leader->start();
   {
-    std::lock_guard lock(heartbeat_mutex_);
-    links_.push_back(std::move(link));
+    std::lock_guard lock(links_mutex_);
+    links_.push_back(std::move(leader));
   }
   // Rank 0 answers once every follower joined: it heartbeats meanwhile, so the watchdog holds.
-  DSV41_ASSIGN_OR_RETURN(Frame frame, links_[0]->receive(FrameType::Agreement));
-  PayloadReader r(frame.payload, links_[0]->peer() + ": Agreement");
+  DSV41_ASSIGN_OR_RETURN(Frame frame, link(0).receive(FrameType::Agreement));
+  PayloadReader r(frame.payload, link(0).peer() + ": Agreement");
   const bool accepted = r.u32("accepted") == 1;
   const std::string message = r.str("message");
   DSV41_TRY(r.finish());
   if (!accepted) {
-    links_[0]->expect_close();
+    link(0).expect_close();
     return Status::error(message);
   }
   return Status::ok();
 }
 
+std::vector<Link*> Control::links() const {
+  std::lock_guard lock(links_mutex_);
+  std::vector<Link*> out;
+  for (const auto& link : links_) out.push_back(link.get());
+  return out;
+}
+
 Link& Control::link(int rank) {
   const size_t index = leader() ? static_cast<size_t>(rank - 1) : 0;
+  std::lock_guard lock(links_mutex_);
   DSV41_CHECK(index < links_.size() && links_[index]->peer_rank() == rank);
   return *links_[index];
 }
 
 Status Control::broadcast(FrameType type, const std::vector<uint8_t>& payload) {
   DSV41_CHECK(leader());
-  for (auto& link : links_) DSV41_TRY(link->send(type, payload));
+  for (Link* link : links()) DSV41_TRY(link->send(type, payload));
   return Status::ok();
 }
 
 Result<Frame> Control::next_command() {
   DSV41_CHECK(!leader());
-  return links_[0]->receive_any();
+  return link(0).receive_any();
 }
 
 void Control::heartbeat_loop() {
   std::unique_lock lock(heartbeat_mutex_);
   while (!heartbeat_wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms), [&] { return stopping_; }))
-    for (auto& link : links_) (void)link->send(FrameType::Heartbeat, {});  // a dead link shows on its reader
+    for (Link* link : links()) (void)link->send(FrameType::Heartbeat, {});  // a dead link shows on its reader
 }
 
 void Control::on_link_failure(int peer_rank, const std::string& reason) {
@@ -156,7 +164,7 @@ void Control::on_link_failure(int peer_rank, const std::string& reason) {
   }
   // Rank 0 relays the first reason, so every follower prints the same one.
   if (leader())
-    for (auto& link : links_)
+    for (Link* link : links())
       if (link->peer_rank() != peer_rank) (void)link->send(FrameType::Failed, failed_payload(reason));
   if (options_.on_peer_failure) options_.on_peer_failure(reason);
   abort_all(reason);
@@ -168,7 +176,7 @@ void Control::fail(const std::string& reason) {
     if (failed_) return;
     failed_ = true;
   }
-  for (auto& link : links_) {
+  for (Link* link : links()) {
     (void)link->send(FrameType::Failed, failed_payload(reason));
     link->expect_close();
   }
@@ -176,18 +184,18 @@ void Control::fail(const std::string& reason) {
 }
 
 void Control::abort_all(const std::string& reason) {
-  for (auto& link : links_) link->abort(reason);
+  for (Link* link : links()) link->abort(reason);
 }
 
 Status Control::stop() {
   if (!leader()) {
-    links_[0]->expect_close();
+    link(0).expect_close();
     return Status::ok();
   }
-  for (auto& link : links_) link->expect_close();
+  for (Link* link : links()) link->expect_close();
   DSV41_TRY(broadcast(FrameType::Stop, {}));
   const auto deadline = Clock::now() + std::chrono::seconds(2);
-  for (auto& link : links_)
+  for (Link* link : links())
     if (!link->wait_closed(deadline))
       return Status::errorf("{}: did not close within 2 s of the stop", link->peer());
   return Status::ok();

@@ -64,8 +64,13 @@ class Control final : private LinkObserver {
   void heartbeat_loop();
   LinkObserver* observer() { return this; }
 
+  // The links as they are now (they join one by one while rank 0 waits for the others); a link lives
+  // until the destructor, which first stops every thread that uses one.
+  std::vector<Link*> links() const;
+
   ControlOptions options_;
-  std::vector<std::unique_ptr<Link>> links_;  // rank 0: index r-1 is rank r; a follower: one link
+  mutable std::mutex links_mutex_;
+  std::vector<std::unique_ptr<Link>> links_;  // rank 0: sorted by rank once all joined; a follower: one link
   std::mutex failure_mutex_;
   bool failed_ = false, stopping_ = false;
   std::thread heartbeat_;

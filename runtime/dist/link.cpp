@@ -13,7 +13,9 @@ Link::Link(Socket socket, int peer_rank, std::string peer, int watchdog_ms, Link
     : socket_(std::move(socket)), peer_rank_(peer_rank), peer_(std::move(peer)), watchdog_ms_(watchdog_ms),
       observer_(observer), last_heard_(Clock::now()) {}
 
-Link::~Link() {
+Link::~Link() { stop_reader(); }
+
+void Link::stop_reader() {
   closing_ = true;
   stopping_ = true;  // the reader polls in short steps and sees this within one
   if (reader_.joinable()) reader_.join();

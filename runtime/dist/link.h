@@ -53,6 +53,8 @@ class Link {
   // Wakes every waiter with `reason` (the world failed elsewhere); the observer is not told.
   void abort(const std::string& reason);
   void shutdown_send() { socket_.shutdown_send(); }
+  // Ends the reader thread (the observer is not told of anything after this returns).
+  void stop_reader();
 
  private:
   void read_loop();

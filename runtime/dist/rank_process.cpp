@@ -126,6 +126,7 @@ Result<GenerateResult> lead(const RankProcessOptions& o, const LeaderPlan& plan,
   for (int64_t position = rows; o.generate.max_tokens > 0; ++position) {
     out.tokens.push_back(next);
     if (next == plan.eos || static_cast<int>(out.tokens.size()) >= o.generate.max_tokens) break;
+    if (o.on_decode_step) o.on_decode_step(static_cast<int>(out.tokens.size()));
     if (o.step_pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_pause_ms));
     DSV41_TRY(leader.run("decode.r1", {next, 0, static_cast<int32_t>(position), 0}));
     DSV41_ASSIGN_OR_RETURN(std::vector<float> row, leader.logits("decode.r1", 0, plan.vocab));

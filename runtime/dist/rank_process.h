@@ -16,6 +16,7 @@ struct RankProcessOptions {
   int connect_timeout_ms = 60000;
   int watchdog_ms = 1500;
   int step_pause_ms = 0;  // rank 0 pauses this long before each decode step (fail-fast tests)
+  std::function<void(int step)> on_decode_step;  // rank 0, before each decode step (progress for tests)
   // Called once when another rank failed, with the reason (see ControlOptions::on_peer_failure).
   std::function<void(const std::string& reason)> on_peer_failure;
 };

@@ -86,6 +86,25 @@ TEST(Control, JoinsCarriesCommandsAndStops) {
   closer.join();
 }
 
+// Rank 0 heartbeats each follower from the moment it joins, so an early follower outlives the
+// watchdog while a late one is still starting.
+TEST(Control, ALateFollowerDoesNotTripTheEarlyOnesWatchdog) {
+  const int port = free_port();
+  std::vector<std::future<Result<std::unique_ptr<Control>>>> futures;
+  for (int r = 0; r < 3; ++r)
+    futures.push_back(std::async(std::launch::async, [=] {
+      if (r == 2) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      ControlOptions o = options(r, 3, port);
+      o.watchdog_ms = 200;
+      o.heartbeat_ms = 40;
+      return Control::join(o, facts(r, 3));
+    }));
+  for (auto& f : futures) {
+    auto c = f.get();
+    EXPECT_TRUE(c.is_ok()) << c.status().message();
+  }
+}
+
 TEST(Control, AgreementMismatchRefusesEveryRankWithOneMessage) {
   auto world = join_world(3, free_port(), [](int r, RankFacts& f) {
     if (r == 2) f.pack_digest = 0xbad;
@@ -134,6 +153,30 @@ TEST(Control, SocketExchangeGivesTheInProcessBits) {
     EXPECT_EQ(std::memcmp(sum[r].data(), want_sum[0].data(), n * 4), 0) << "rank " << r;
     EXPECT_EQ(gathered[r], want_gather[0]) << "rank " << r;
   }
+}
+
+// Ranks that disagree on a sum's size fail together: rank 0 names the follower and both sizes.
+TEST(Control, SocketExchangeRefusesRanksThatDisagreeOnSizes) {
+  auto world = join_world(2, free_port());
+  for (auto& c : world) ASSERT_TRUE(c.is_ok()) << c.status().message();
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      SocketExchange exchange(*world[r].value());
+      std::vector<float> x(12, 1.f), out(12);
+      try {
+        exchange.sum(r, x.data(), r == 0 ? 12 : 10, out.data());
+      } catch (const ExchangeAborted& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors[0].rfind("rank 1 (127.0.0.1:", 0), 0u) << errors[0];
+  EXPECT_NE(errors[0].find("ExchangeSum (rank 0 sums 12 floats): field values has 10 floats, expected 12"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_EQ(errors[1], "rank 0: " + errors[0]) << "the follower gets rank 0's reason";
 }
 
 // A raw connection to rank 0, to play a follower that misbehaves.

@@ -66,9 +66,10 @@ struct RankProcess {
 
   void start(const std::vector<std::string>& args, const test::fs::path& err_path) {
     err = err_path;
+    test::write_file(err_path, "");  // exists before the child runs: the test may read it at once
     pid = fork();
     if (pid == 0) {
-      FILE* f = freopen(err_path.c_str(), "w", stderr);
+      FILE* f = freopen(err_path.c_str(), "a", stderr);
       (void)f;
       FILE* o = freopen("/dev/null", "w", stdout);
       (void)o;
@@ -106,8 +107,9 @@ std::vector<std::string> rank_args(std::vector<std::string> args, int rank, int 
   return args;
 }
 
-// Kills `victim` of a world of 3 mid-decode (rank 0 pauses 100 ms per step, so 40 steps outlast the
-// kill); every other rank must exit within 2 s with the documented code, naming the victim.
+// Kills `victim` of a world of 3 mid-decode (rank 0 pauses 100 ms per step and announces it, so the
+// kill lands between steps 3 and 40); every other rank must exit within 2 s with the documented
+// code, naming the victim.
 void kill_one_mid_decode(int victim) {
   test::TempDir dir("kill");
   const test::fs::path programs = dir / "w3";
@@ -121,7 +123,12 @@ void kill_one_mid_decode(int victim) {
     args.push_back("100");
     ranks[r].start(rank_args(args, r, 3, port.value()), dir / fmt::format("rank{}.err", r));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // joined, loaded, decoding
+  // Joined, loaded, decoding: rank 0 has announced its third decode step (slow machines: up to 60 s).
+  const auto started = Clock::now();
+  while (ranks[0].stderr_text().find("decode step 3\n") == std::string::npos) {
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(60)) << "rank 0 never reached decode step 3";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   for (RankProcess& r : ranks) ASSERT_EQ(waitpid(r.pid, &r.status, WNOHANG), 0) << "a rank ended before the kill";
   kill(ranks[victim].pid, SIGKILL);
   const auto killed_at = Clock::now();
@@ -161,12 +168,14 @@ TEST(RankProcesses, MismatchedProgramsAreRefusedOnEveryRankWithOneMessage) {
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(ranks[r].wait(10000));
     EXPECT_EQ(ranks[r].exit_code(), 1) << ranks[r].stderr_text();
+    const std::string prefix = fmt::format("dsv41-rt: error: rank {}: ", r);
     const std::string text = ranks[r].stderr_text();
+    ASSERT_EQ(text.rfind(prefix, 0), 0u) << text;
     EXPECT_NE(text.find("ranks disagree at start-up: agreement_digest: rank 0 "), std::string::npos) << text;
     EXPECT_NE(text.find("settings: rank 0 (context 64, "), std::string::npos) << text;
     EXPECT_NE(text.find("rank 1 (context 32, "), std::string::npos) << text;
-    if (r == 0) first_line = text;
-    else EXPECT_EQ(text, first_line) << "every rank refuses with the same message";
+    if (r == 0) first_line = text.substr(prefix.size());
+    else EXPECT_EQ(text.substr(prefix.size()), first_line) << "every rank refuses with the same message";
   }
 }
 
@@ -184,6 +193,36 @@ TEST(RankProcesses, LaunchReportsTheFirstFailure) {
   EXPECT_NE(run.err.find("dsv41-rt launch: first failure: rank 1 (pid "), std::string::npos) << run.describe();
   EXPECT_NE(run.err.find("rank1.fb"), std::string::npos) << run.describe();
   EXPECT_NE(run.err.find("ranks 1 did not join within 1000 ms"), std::string::npos) << run.describe();
+}
+
+TEST(RankProcesses, LaunchWithoutAWorldIsAUsageError) {
+  const test::CommandResult run = test::run_dsv41rt({"launch", "generate", "/nonexistent", "--model", "/nonexistent"});
+  EXPECT_EQ(run.exit_code, 2) << run.describe();
+  EXPECT_NE(run.err.find("give --world W (CPU ranks) or --gpus 0,1,..."), std::string::npos) << run.describe();
+}
+
+// SIGTERM to the launcher reaches every rank; the launcher ends with the first rank's signal.
+TEST(RankProcesses, LaunchForwardsSigterm) {
+  test::TempDir dir("term");
+  const test::fs::path programs = dir / "w2";
+  test::write_programs(programs, test::tiny_pack("release"), 2, test::small_settings());
+  std::vector<std::string> args = {"launch", "--world", "2"};
+  for (const std::string& a : generate_args(programs, 40, 0)) args.push_back(a);
+  args.push_back("--step-pause-ms");
+  args.push_back("100");
+  RankProcess launcher;
+  launcher.start(args, dir / "launch.err");
+  const auto started = Clock::now();
+  while (launcher.stderr_text().find("decode step 3\n") == std::string::npos) {
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(60)) << "rank 0 never reached decode step 3";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(launcher.pid, SIGTERM);
+  ASSERT_TRUE(launcher.wait(2000)) << launcher.stderr_text();
+  EXPECT_EQ(launcher.exit_code(), 128 + SIGTERM) << launcher.stderr_text();
+  EXPECT_NE(launcher.stderr_text().find("dsv41-rt launch: first failure: rank "), std::string::npos)
+      << launcher.stderr_text();
+  EXPECT_NE(launcher.stderr_text().find("was killed by signal 15"), std::string::npos) << launcher.stderr_text();
 }
 
 }  // namespace
