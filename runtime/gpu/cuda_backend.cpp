@@ -1,0 +1,37 @@
+// runtime/gpu/cuda_backend.cpp — driver and device checks, and each rank's boot on its own thread.
+#include "runtime/gpu/cuda_backend.h"
+
+namespace dsv41::gpu {
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBackendOptions& options) {
+  DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
+  DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
+  if (options.device < 0 || options.device >= count)
+    return Status::errorf("--device {}: this machine has {} CUDA device{} (0..{})", options.device, count,
+                          count == 1 ? "" : "s", count - 1);
+  if (world < 1) return Status::errorf("world {}: must be at least 1", world);
+  return std::unique_ptr<CudaBackend>(new CudaBackend(*driver, world, options));
+}
+
+Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& program) {
+  if (program.program().world() != exchange_->world())
+    return Status::errorf("{}: world {}, but the backend was opened for world {}", program.source(),
+                          program.program().world(), exchange_->world());
+  {
+    std::lock_guard lock(mutex_);
+    DSV41_TRY(driver_.use_device(options_.device));  // the context is current per thread
+  }
+  GpuSessionOptions session_options;
+  session_options.model_dir = options_.model_dir;
+  session_options.eager = options_.eager;
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
+                         GpuSession::create(program, session_options, driver_, *exchange_));
+  if (options_.log) {
+    std::lock_guard lock(mutex_);
+    std::fprintf(options_.log, "%s\n", session->boot_report().c_str());
+    std::fflush(options_.log);
+  }
+  return std::unique_ptr<RankSession>(std::move(session));
+}
+
+}  // namespace dsv41::gpu
