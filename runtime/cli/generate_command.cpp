@@ -12,6 +12,7 @@
 
 #include "common/program_file.h"
 #include "runtime/generate.h"
+#include "runtime/gpu/cuda_backend.h"
 
 namespace dsv41::cli {
 namespace {
@@ -23,6 +24,8 @@ struct GenerateFlags {
   std::string backend = "cpu";
   bool ignore_eos = false, json = false;
   std::string logits_out;
+  int device = 0;
+  bool eager = false;
 };
 
 Status write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
@@ -32,8 +35,16 @@ Status write_logits(const std::string& path, const std::vector<std::vector<float
 }
 
 Status run_generate(GenerateFlags f) {
-  if (f.backend == "cuda")
-    return Status::error("--backend cuda: the CUDA backend is not built yet; use --backend cpu");
+  if (f.backend == "cuda") {
+    gpu::CudaBackendOptions cuda;
+    cuda.model_dir = f.options.model_dir;
+    cuda.device = f.device;
+    cuda.eager = f.eager;
+    f.options.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
+      DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
+      return std::unique_ptr<Backend>(std::move(backend));
+    };
+  }
   f.options.stop_at_eos = !f.ignore_eos;
   DSV41_ASSIGN_OR_RETURN(GenerateResult result, generate(f.options));
   if (!f.logits_out.empty()) DSV41_TRY(write_logits(f.logits_out, result.logits));
@@ -62,9 +73,15 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("PROGRAM_DIR", f->options.program_dir, "folder with rank0.fb .. rank{W-1}.fb of one world")->required();
   cmd->add_option("--model", f->options.model_dir, "the model folder the programs were planned from (shards, config.json)")
       ->required();
-  cmd->add_option("--backend", f->backend, "cpu (reference kernels); cuda is not built yet")
+  cmd->add_option("--backend", f->backend,
+                  "cpu (reference kernels) or cuda (the program's cubins; every rank a thread on --device, "
+                  "boot reports on stderr)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+  cmd->add_option("--device", f->device, "cuda: the CUDA device ordinal every rank uses")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--eager", f->eager, "cuda: launch every call on each step instead of replaying captured CUDA graphs");
   cmd->add_option("--prompt-ids", f->options.prompt, "prompt token ids, comma separated (e.g. 5,6,7)")
       ->delimiter(',')
       ->required();
