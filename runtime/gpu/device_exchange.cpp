@@ -6,10 +6,11 @@
 namespace dsv41::gpu {
 
 Status HostStagedExchange::download(CUdeviceptr x, std::vector<float>& host, CUstream stream) {
-  DSV41_TRY(driver_.check(driver_.cuStreamSynchronize(stream), "cuStreamSynchronize (before an exchange)"));
-  if (host.empty()) return Status::ok();
-  return driver_.check(driver_.cuMemcpyDtoH(host.data(), x, host.size() * sizeof(float)),
-                       fmt::format("cuMemcpyDtoH_v2(exchange input, {} floats)", host.size()));
+  // Stream-ordered after the rank's work (no legacy-stream copy: other ranks may be capturing).
+  if (!host.empty())
+    DSV41_TRY(driver_.check(driver_.cuMemcpyDtoHAsync(host.data(), x, host.size() * sizeof(float), stream),
+                            fmt::format("cuMemcpyDtoHAsync_v2(exchange input, {} floats)", host.size())));
+  return driver_.check(driver_.cuStreamSynchronize(stream), "cuStreamSynchronize (exchange input)");
 }
 
 Status HostStagedExchange::upload(const std::vector<float>& host, CUdeviceptr out, CUstream stream) {

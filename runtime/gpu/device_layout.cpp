@@ -75,11 +75,15 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
   return out;
 }
 
-Status upload_weights(const DeviceLayout& layout, DeviceBuffer& weights, DeviceBuffer& tables) {
+Status upload_weights(CudaDriver& d, const DeviceLayout& layout, DeviceBuffer& weights, DeviceBuffer& tables,
+                      CUstream stream) {
+  auto copy = [&](CUdeviceptr to, const void* from, size_t bytes, const std::string& what) {
+    return d.check(d.cuMemcpyHtoDAsync(to, from, bytes, stream), fmt::format("cuMemcpyHtoDAsync_v2({}, {} bytes)", what, bytes));
+  };
   for (size_t i = 0; i < layout.weight_offset.size(); ++i) {
     if (layout.weight_offset[i] < 0) continue;
     const cpu::WeightView view = layout.host_weights.view(static_cast<int64_t>(i));
-    DSV41_TRY(weights.upload(view.data, numel(view.shape) * sizeof(float), layout.weight_offset[i]).with_context(view.name));
+    DSV41_TRY(copy(weights.ptr() + layout.weight_offset[i], view.data, numel(view.shape) * sizeof(float), view.name));
   }
   std::vector<uint8_t> image(layout.table_bytes, 0);
   for (const auto& [key, offset] : layout.table_offset) {
@@ -94,7 +98,10 @@ Status upload_weights(const DeviceLayout& layout, DeviceBuffer& weights, DeviceB
       std::memcpy(image.data() + offset + k * 8, &value, 8);
     }
   }
-  return tables.upload(image.data(), image.size());
+  if (image.empty()) return Status::ok();
+  DSV41_TRY(copy(tables.ptr(), image.data(), image.size(), "weight and int tables"));
+  // The image is a local: wait for the copy before it goes.
+  return d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (after the table upload)");
 }
 
 Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, const fb::Program& program,

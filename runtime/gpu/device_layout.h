@@ -45,8 +45,10 @@ Result<DeviceLayout> plan_device_layout(const ProgramFile& program, const CallLi
 // The program's ledger beside what this session allocates, line by line.
 std::string ledger_lines(const fb::Program& program, const DeviceLayout& layout);
 
-// Copies the weights into `weights` and fills the tables (weight pointers into `weights`).
-Status upload_weights(const DeviceLayout& layout, DeviceBuffer& weights, DeviceBuffer& tables);
+// Copies the weights into `weights` and fills the tables (weight pointers into `weights`), on
+// `stream`; the caller synchronises it before `layout` (the host copies) goes.
+Status upload_weights(CudaDriver& driver, const DeviceLayout& layout, DeviceBuffer& weights, DeviceBuffer& tables,
+                      CUstream stream);
 
 struct DeviceAddresses {
   CUdeviceptr weights = 0, tables = 0, state = 0, arena = 0, statics = 0, errors = 0;

@@ -90,12 +90,13 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   DSV41_ASSIGN_OR_RETURN(s->arena_, DeviceBuffer::allocate(driver, layout.arena_bytes));
   DSV41_ASSIGN_OR_RETURN(s->statics_, DeviceBuffer::allocate(driver, layout.statics_bytes));
   DSV41_ASSIGN_OR_RETURN(s->errors_, DeviceBuffer::allocate(driver, layout.error_bytes));
-  DSV41_TRY(s->state_.fill(0));
-  DSV41_TRY(s->arena_.fill(0));
-  DSV41_TRY(s->statics_.fill(0));
-  DSV41_TRY(s->errors_.fill(0));
-  DSV41_TRY(upload_weights(layout, s->weights_, s->tables_));
-  DSV41_TRY(driver.synchronize());  // the fills and uploads ran on the legacy stream; the rank's stream does not wait for it
+  // Everything on the rank's stream, then waited for: a context-wide synchronise is refused while
+  // another rank's thread is capturing.
+  for (DeviceBuffer* b : {&s->state_, &s->arena_, &s->statics_, &s->errors_})
+    if (b->bytes() > 0)
+      DSV41_TRY(driver.check(driver.cuMemsetD8Async(b->ptr(), 0, b->bytes(), s->stream_), "cuMemsetD8Async(zeroing)"));
+  DSV41_TRY(upload_weights(driver, layout, s->weights_, s->tables_, s->stream_));
+  DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after the weight upload)"));
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   DSV41_ASSIGN_OR_RETURN(const auto loaded, driver.memory_info());
 
