@@ -24,6 +24,10 @@ Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& prog
   GpuSessionOptions session_options;
   session_options.model_dir = options_.model_dir;
   session_options.eager = options_.eager;
+  // Ranks boot one at a time: each measures the device's free memory around its own allocations and
+  // graph build, which another rank booting on the same GPU meanwhile would blur. Boot holds no
+  // collective, so the ranks still meet at their first exchange.
+  std::lock_guard boot(boot_mutex_);
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
                          GpuSession::create(program, session_options, driver_, *exchange_));
   if (options_.log) {
