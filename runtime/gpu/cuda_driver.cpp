@@ -71,6 +71,7 @@ Result<CudaDriver*> CudaDriver::load() {
   resolve(library, "cuGraphLaunch", d->cuGraphLaunch, missing);
   resolve(library, "cuGraphExecDestroy", d->cuGraphExecDestroy, missing);
   resolve(library, "cuGraphDestroy", d->cuGraphDestroy, missing);
+  resolve(library, "cuCtxGetCurrent", d->cuCtxGetCurrent, missing);
   if (!missing.empty()) {
     dlclose(library);
     delete d;

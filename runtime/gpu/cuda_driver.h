@@ -81,6 +81,7 @@ class CudaDriver {
   decltype(&::cuGraphLaunch) cuGraphLaunch = nullptr;
   decltype(&::cuGraphExecDestroy) cuGraphExecDestroy = nullptr;
   decltype(&::cuGraphDestroy) cuGraphDestroy = nullptr;
+  decltype(&::cuCtxGetCurrent) cuCtxGetCurrent = nullptr;
 
  private:
   CudaDriver() = default;
