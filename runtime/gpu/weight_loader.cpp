@@ -173,16 +173,39 @@ Result<LoadStats> load_stored_weights(const fb::Program& p, const std::string& m
     }
   }
 
-  const int threads = std::max(1, options.threads);
   const uint64_t chunk_bytes = std::max<uint64_t>(options.chunk_bytes, 4096);
   const std::vector<Chunk> chunks = make_chunks(p, layout, chunk_bytes);
+  std::vector<SinkChunk> pieces;
+  for (const Chunk& c : chunks) pieces.push_back({c.dest, c.bytes});
+  auto produce = [&](size_t i, uint8_t* buffer) -> Status {
+    const Chunk& c = chunks[i];
+    const fb::ByteRun& run = *c.run;
+    if (c.contiguous) return pread_all(fds[run.shard()], paths[run.shard()], run.offset() + c.first, buffer, c.bytes);
+    // Strided: the whole strides (sequential on disk), then each repeat's run kept.
+    thread_local std::vector<uint8_t> span;
+    const uint64_t span_bytes = (c.repeats - 1) * run.stride() + run.length();
+    span.resize(span_bytes);
+    DSV41_TRY(pread_all(fds[run.shard()], paths[run.shard()], run.offset() + c.first * run.stride(), span.data(), span_bytes));
+    for (uint64_t k = 0; k < c.repeats; ++k) std::memcpy(buffer + k * run.length(), span.data() + k * run.stride(), run.length());
+    return Status::ok();
+  };
+  LoadOptions chunked = options;
+  chunked.chunk_bytes = chunk_bytes;
+  auto stats = pump_chunks(pieces, produce, sink, chunked);
+  close_all();
+  return stats;
+}
+
+Result<LoadStats> pump_chunks(const std::vector<SinkChunk>& chunks, const ChunkProducer& produce, ByteSink& sink,
+                              const LoadOptions& options) {
+  const int threads = std::max(1, options.threads);
   uint64_t total = 0;
-  for (const Chunk& c : chunks) total += c.bytes;
-  const Status begun = sink.begin(threads, chunk_bytes);
-  if (!begun.is_ok()) {
-    close_all();
-    return begun;
+  for (const SinkChunk& c : chunks) {
+    if (c.bytes > options.chunk_bytes)
+      return Status::errorf("chunk of {} bytes exceeds the staging size {}", c.bytes, options.chunk_bytes);
+    total += c.bytes;
   }
+  DSV41_TRY(sink.begin(threads, options.chunk_bytes));
   Progress progress(options.progress, total);
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
@@ -190,38 +213,23 @@ Result<LoadStats> load_stored_weights(const fb::Program& p, const std::string& m
   Status first_error;
   const auto start = std::chrono::steady_clock::now();
   auto worker = [&](int w) {
-    std::vector<uint8_t> span;  // strided chunks: the whole strides, then the runs kept
     int which = 0;
     for (size_t i = next++; i < chunks.size() && !failed; i = next++, which ^= 1) {
-      const Chunk& c = chunks[i];
-      const fb::ByteRun& run = *c.run;
       Status status;
       auto buffer = sink.acquire(w, which);
-      if (!buffer.is_ok()) {
-        status = buffer.status();
-      } else if (c.contiguous) {
-        status = pread_all(fds[run.shard()], paths[run.shard()], run.offset() + c.first, *buffer, c.bytes);
-      } else {
-        const uint64_t span_bytes = (c.repeats - 1) * run.stride() + run.length();
-        span.resize(span_bytes);
-        status = pread_all(fds[run.shard()], paths[run.shard()], run.offset() + c.first * run.stride(), span.data(),
-                           span_bytes);
-        for (uint64_t k = 0; status.is_ok() && k < c.repeats; ++k)
-          std::memcpy(*buffer + k * run.length(), span.data() + k * run.stride(), run.length());
-      }
-      if (status.is_ok()) status = sink.submit(w, which, c.dest, c.bytes);
+      status = buffer.is_ok() ? produce(i, *buffer) : buffer.status();
+      if (status.is_ok()) status = sink.submit(w, which, chunks[i].dest, chunks[i].bytes);
       if (!status.is_ok()) {
         std::lock_guard lock(error_mutex);
         if (!failed.exchange(true)) first_error = status;
         return;
       }
-      progress.add(c.bytes);
+      progress.add(chunks[i].bytes);
     }
   };
   std::vector<std::thread> pool;
   for (int w = 0; w < threads; ++w) pool.emplace_back(worker, w);
   for (std::thread& t : pool) t.join();
-  close_all();
   if (failed) return first_error;
   DSV41_TRY(sink.finish());
   LoadStats stats;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,18 @@ struct LoadStats {
   double seconds = 0;
   double gb_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
 };
+
+// One piece of the region: `bytes` bytes at region offset `dest`, at most the chunk size.
+struct SinkChunk {
+  uint64_t dest = 0, bytes = 0;
+};
+// Fills `buffer` (chunk.bytes) with chunk `index`'s bytes; called from the reader threads.
+using ChunkProducer = std::function<Status(size_t index, uint8_t* buffer)>;
+
+// Runs `produce` for every chunk on options.threads threads, each alternating between its two
+// staging buffers of the sink, with the progress report; the first failure stops every thread.
+Result<LoadStats> pump_chunks(const std::vector<SinkChunk>& chunks, const ChunkProducer& produce, ByteSink& sink,
+                              const LoadOptions& options);
 
 // Checks first (before any byte is read) that each shard file of `model_dir` has the size the
 // program's shards say and that the folder's pack digest is the program's; then reads every run of
