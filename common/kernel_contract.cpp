@@ -34,6 +34,21 @@ Result<int64_t> dtype_code(const Call& call, DType dtype, const std::string& arg
   }
 }
 
+// The one stored format of a Weight argument, or of every entry of a WeightList.
+Result<WeightFormat> weight_format_arg(const Call& call, const CallEnv& env, const Arg& a) {
+  if (a.ints.empty()) return Status::errorf("op {}: weight argument {} names no weight", call.op, a.name);
+  std::optional<WeightFormat> first;
+  for (int64_t index : a.ints) {
+    const std::optional<WeightFormat> f = env.weight_format ? env.weight_format(index) : std::nullopt;
+    if (!f) return Status::errorf("op {}: weight {} (index {}) has no stored format a kernel reads", call.op, a.name, index);
+    if (first && *f != *first)
+      return Status::errorf("op {}: weight list {} mixes formats {} and {}; one variant reads one format", call.op,
+                            a.name, weight_format_name(*first), weight_format_name(*f));
+    first = f;
+  }
+  return *first;
+}
+
 ArgKind kind_of(ParamType type) {
   switch (type) {
     case ParamType::Scratch: return ArgKind::Scratch;
@@ -131,6 +146,19 @@ Result<Variant> variant_of(const Call& call, const CallEnv& env, const std::stri
       used_constants.insert(name);
       continue;
     }
+    if (name.rfind("format_", 0) == 0) {
+      const std::string arg = name.substr(7);
+      const Arg* a = call.find_arg(arg);
+      if (!a && optional_arg(call, arg)) {
+        v.template_args.push_back({name, -1});
+        continue;
+      }
+      if (a && (a->kind == ArgKind::Weight || a->kind == ArgKind::WeightList)) {
+        DSV41_ASSIGN_OR_RETURN(WeightFormat format, weight_format_arg(call, env, *a));
+        v.template_args.push_back({name, static_cast<int64_t>(format)});
+        continue;
+      }
+    }
     if (name.rfind("dtype_", 0) == 0) {
       const std::string arg = name.substr(6);
       const Arg* a = call.find_arg(arg);
@@ -146,8 +174,8 @@ Result<Variant> variant_of(const Call& call, const CallEnv& env, const std::stri
         continue;
       }
     }
-    return Status::errorf("kernels/{}.cuh: template parameter {} is neither a constant of op {} nor dtype_<arg> of "
-                          "one of its buffer arguments",
+    return Status::errorf("kernels/{}.cuh: template parameter {} is neither a constant of op {}, dtype_<arg> of one "
+                          "of its buffer arguments nor format_<arg> of one of its weight arguments",
                           call.op, name, call.op);
   }
   for (const KernelParam& p : contract->params) {
@@ -193,8 +221,11 @@ Result<Variant> variant_of(const Call& call, const CallEnv& env, const std::stri
   std::string key = call.op + "{";
   for (size_t i = 0; i < v.template_args.size(); ++i) {
     const Constant& t = v.template_args[i];
-    key += fmt::format("{}{}={}", i ? "," : "", t.name,
-                       t.name.rfind("dtype_", 0) == 0 ? std::string(dtype_code_name(t.value)) : std::to_string(t.value));
+    std::string value = std::to_string(t.value);
+    if (t.name.rfind("dtype_", 0) == 0) value = dtype_code_name(t.value);
+    if (t.name.rfind("format_", 0) == 0)
+      value = t.value < 0 ? "none" : std::string(weight_format_name(static_cast<WeightFormat>(t.value)));
+    key += fmt::format("{}{}={}", i ? "," : "", t.name, value);
   }
   v.key = key + "}@" + arch;
   v.id = hash_bytes(v.key.data(), v.key.size());
@@ -210,9 +241,10 @@ std::string variant_source(const Variant& variant, int64_t threads_per_block) {
     forwards += fmt::format("{}{}", forwards.empty() ? "" : ", ", p.name);
   }
   for (const Constant& t : variant.template_args)
-    targs += fmt::format("{}{}", targs.empty() ? "" : ", ", t.name.rfind("dtype_", 0) == 0
-                                                                 ? std::to_string(t.value)
-                                                                 : std::to_string(t.value) + "LL");
+    targs += fmt::format("{}{}", targs.empty() ? "" : ", ",
+                         t.name.rfind("dtype_", 0) == 0 || t.name.rfind("format_", 0) == 0
+                             ? std::to_string(t.value)
+                             : std::to_string(t.value) + "LL");
   return fmt::format(
       "// dsv41 variant {}\n#include \"{}.cuh\"\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
       "  dsv41k::entry::{}<{}>({});\n}}\n",

@@ -2,20 +2,22 @@
 // tools/kernel_contract), variant keys, and the check that a call can be bound to its kernel.
 //
 // A kernel entry is a function template in namespace dsv41k::entry of kernels/<op>.cuh. Its
-// template parameters are its compile-time constants (named like the call's constants, or
-// dtype_<arg> for a buffer's dtype); its parameters are what the runtime passes at launch, in
-// order, each named and typed by the rules of docs/kernels.md. No signature is written by hand
+// template parameters are its compile-time constants (named like the call's constants, dtype_<arg>
+// for a buffer's dtype, or format_<arg> for a weight's stored format); its parameters are what the
+// runtime passes at launch, in order, each named and typed by the rules of docs/kernels.md. No signature is written by hand
 // anywhere else: this table is read from the headers at build time.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/call_list.h"
 #include "common/status.h"
+#include "common/weight_format.h"
 
 namespace dsv41 {
 
@@ -52,6 +54,9 @@ struct CallEnv {
   int64_t rows = 0;
   std::function<const BufferDecl*(const Arg&)> buffer;               // Scratch and State arguments
   std::function<std::vector<int64_t>(const Arg&)> weight_shape;      // Weight arguments (local shape)
+  // The stored format (common/weight_format.h) of the weight at a program weight index (a Weight
+  // argument's ints[0], each entry of a WeightList); nullopt when unknown. Binds format_<arg>.
+  std::function<std::optional<WeightFormat>(int64_t)> weight_format;
 };
 
 // One kernel variant: the op with every compile-time constant and the target arch.
@@ -59,7 +64,7 @@ struct Variant {
   std::string op;
   std::vector<Constant> template_args;  // in the entry's template parameter order
   std::string arch;                     // e.g. "sm_90a"
-  std::string key;                      // "linear{in_features=4096,dtype_x=bf16,dtype_out=f32}@sm_90a"
+  std::string key;  // "linear{in_features=4096,dtype_x=bf16,format_w=fp8_tile32,dtype_out=f32}@sm_90a"
   uint64_t id = 0;                      // hash of the key
   std::string entry;                    // the cubin's extern "C" symbol, "dsv41_<id as 16 hex>"
 };

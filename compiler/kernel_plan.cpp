@@ -24,6 +24,10 @@ CallEnv env_of(const CallLists& calls, const Phase& phase, const WeightPlan& wei
     if (i < 0 || i >= static_cast<int64_t>(weights.tensors.size())) return {};
     return weights.tensors[i].local_shape;
   };
+  env.weight_format = [&weights](int64_t i) -> std::optional<WeightFormat> {
+    if (i < 0 || i >= static_cast<int64_t>(weights.tensors.size())) return std::nullopt;
+    return weight_format_of(weights.tensors[i].encoding, weights.tensors[i].dtype);
+  };
   return env;
 }
 

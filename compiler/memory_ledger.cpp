@@ -1,15 +1,22 @@
 // compiler/memory_ledger.cpp — memory per rank, decided at plan time so a plan that cannot fit is refused offline.
 #include "compiler/memory_ledger.h"
 
+#include "common/weight_format.h"
+
 namespace dsv41 {
 std::string gib_text(uint64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30)); }
 
 MemoryLedger build_ledger(const WeightPlan& plan, uint64_t state_per_slot, int slots, uint64_t activations,
                           uint64_t limit) {
   MemoryLedger m;
-  m.weights_replicated = plan.replicated_bytes;
-  m.weights_split = plan.split_bytes;
-  m.weights_host = plan.host_bytes;
+  // What the device allocates for weights: every planned stored tensor (a weight or its scale) in
+  // its stored format, one allocation each on a kDeviceTensorAlignment boundary (the runtime's
+  // weight loader, docs/kernels.md "Weights"). Host tables are mapped from the shards as they are.
+  for (const PlannedTensor& t : plan.tensors) {
+    if (t.host_resident) m.weights_host += t.bytes();
+    else if (t.rule == SplitRule::Replicated) m.weights_replicated += device_tensor_bytes(t.bytes());
+    else m.weights_split += device_tensor_bytes(t.bytes());
+  }
   m.state_per_slot = state_per_slot;
   m.state = state_per_slot * slots;
   m.activations = activations;

@@ -23,6 +23,8 @@ struct ServingSettings {
 };
 
 struct MemoryLedger {
+  // Device bytes of the weights in their stored formats (weights and scales), each tensor rounded up
+  // to kDeviceTensorAlignment; host tables in their stored bytes.
   uint64_t weights_replicated = 0, weights_split = 0, weights_host = 0;
   uint64_t state_per_slot = 0, state = 0;
   uint64_t activations = 0;

@@ -19,8 +19,8 @@ constexpr int kThreads = 256;
 #ifndef DSV41_CONTRACT_SCAN
 
 // In place: v = b?(v·(mean(v²) + eps)^−½·w) as runtime/cpu rms_norm (sequential sum on thread 0).
-template <bool kRound>
-__device__ __forceinline__ void rms_norm(float* v, const float* w, int n, float eps, float* inv_slot) {
+template <bool kRound, int FMT>
+__device__ __forceinline__ void rms_norm(float* v, Weight w, int n, float eps, float* inv_slot) {
   __syncthreads();
   if (threadIdx.x == 0) {
     float sum = 0.0f;
@@ -30,7 +30,7 @@ __device__ __forceinline__ void rms_norm(float* v, const float* w, int n, float 
   __syncthreads();
   const float inv = *inv_slot;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float o = __fmul_rn(__fmul_rn(v[i], inv), w[i]);
+    const float o = __fmul_rn(__fmul_rn(v[i], inv), weight_at<FMT>(w, i));
     v[i] = kRound ? bf16_round(o) : o;
   }
   __syncthreads();
@@ -75,7 +75,7 @@ __device__ __forceinline__ void store_roped(void* dst, const float* v, int width
 namespace entry {
 
 template <long long ratio, long long head_dim, long long index_head_dim, long long rope_dim, int dtype_cache,
-          int dtype_index_cache>
+          int dtype_index_cache, int format_norm, int format_wk, int format_k_norm>
 __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors errors, Scratch raw, Scratch gate,
                                          Weight norm, Weight wk, Weight k_norm, Real eps, Real theta,
                                          Real yarn_factor, Int yarn_original, Real beta_fast, Real beta_slow,
@@ -145,7 +145,7 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
       j = p / ratio;
     }
     // The latent is an RMSNorm output: rounded when the cache holds bf16 (docs/ops.md).
-    rms_norm<dtype_cache == DT_BF16>(latent, norm, Dh, eps, &inv_slot);
+    rms_norm<dtype_cache == DT_BF16, format_norm>(latent, norm, Dh, eps, &inv_slot);
     if (j >= capacity) {
       if (threadIdx.x == 0) report_error(errors, ERR_CAPACITY);
       continue;
@@ -158,12 +158,12 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
     for (int base = 0; base < Di; base += groups) {
       const int o = base + group;
       const bool valid = o < Di;
-      const float* wrow = wk + static_cast<long long>(valid ? o : 0) * Dh;
-      const float v = group8_dot([&](long long i) { return wrow[i]; }, [&](long long i) { return latent[i]; },
-                                 valid ? Dh : 0, k8);
+      const long long wrow = valid ? o : 0;
+      const float v = group8_dot([&](long long i) { return weight_at<format_wk>(wk, wrow, i, Dh); },
+                                 [&](long long i) { return latent[i]; }, valid ? Dh : 0, k8);
       if (valid && k8 == 0) key[o] = v;
     }
-    rms_norm<dtype_index_cache == DT_BF16>(key, k_norm, Di, eps, &inv_slot);
+    rms_norm<dtype_index_cache == DT_BF16, format_k_norm>(key, k_norm, Di, eps, &inv_slot);
     char* index_row = slot_base(index_cache, slot) + j * Di * (dtype_index_cache == DT_BF16 ? 2 : 4);
     store_roped<dtype_index_cache>(index_row, key, Di, kPairs, freqs, first);
     __syncthreads();  // latent and key are rewritten by the next row

@@ -16,7 +16,7 @@ constexpr int kThreads = 256;
 
 namespace entry {
 
-template <long long hidden, long long streams, int dtype_out>
+template <long long hidden, long long streams, int format_table, int dtype_out>
 __device__ __forceinline__ void embed(Rows rows, Statics statics, Weight table, Int table_rows, Scratch out,
                                       Errors errors) {
   static_assert(hidden >= 1 && hidden <= (1 << 24), "hidden out of range");
@@ -31,7 +31,7 @@ __device__ __forceinline__ void embed(Rows rows, Statics statics, Weight table, 
     if (token < 0 || token >= table_rows) {
       if (d == 0) report_error(errors, ERR_TOKEN);
     } else {
-      v = table[token * hidden + d];
+      v = weight_at<format_table>(table, token, d, hidden);
     }
   }
   const long long base = r * streams * hidden + d;

@@ -13,7 +13,7 @@
 namespace dsv41k {
 namespace entry {
 
-template <long long groups, long long in_per_group, long long out_per_group, int dtype_x, int dtype_out>
+template <long long groups, long long in_per_group, long long out_per_group, int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out) {
   static_assert(groups >= 1 && groups <= (1 << 24), "groups out of range");
   static_assert(in_per_group >= 1 && in_per_group <= (1 << 24), "in_per_group out of range");
@@ -24,9 +24,10 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   constexpr long long in_width = groups * in_per_group, out_width = groups * out_per_group;
   const long long col = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (col >= out_width) return;
-  linear_detail::warp_rows_dot<dtype_x, dtype_out>(rows, statics, x, in_width, (col / out_per_group) * in_per_group,
-                                                   w + col * in_per_group, in_per_group, out, out_width, col,
-                                                   static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
+  linear_detail::warp_rows_dot<dtype_x, format_w, dtype_out>(rows, statics, x, in_width,
+                                                             (col / out_per_group) * in_per_group, w, col,
+                                                             in_per_group, out, out_width, col,
+                                                             static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
 }
 
 }  // namespace entry

@@ -26,7 +26,7 @@ __device__ __forceinline__ float collapse(const void* x, long long row_off, cons
 
 namespace entry {
 
-template <long long hidden, long long streams, int dtype_x, int dtype_out>
+template <long long hidden, long long streams, int dtype_x, int format_norm, int dtype_out>
 __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scratch x, Scratch mix, Weight norm,
                                                  Real eps, Scratch out) {
   static_assert(hidden >= 1 && hidden <= (1 << 24), "hidden out of range");
@@ -56,7 +56,7 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   const float inv = 1.0f / sqrtf(__fdiv_rn(sum, static_cast<float>(D)) + eps);
   for (long long d = tid; d < D; d += T) {
     const float h = hc_collapse_norm_detail::collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
-    store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(h, inv), norm[d]));
+    store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(h, inv), weight_at<format_norm>(norm, d)));
   }
 }
 

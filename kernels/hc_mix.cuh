@@ -56,7 +56,8 @@ __device__ __forceinline__ void sinkhorn(float* c, long long iters, float eps) {
 
 namespace entry {
 
-template <long long hidden, long long streams, long long sinkhorn_iters, int dtype_x>
+template <long long hidden, long long streams, long long sinkhorn_iters, int dtype_x, int format_fn, int format_base,
+          int format_scale>
 __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,
                                        Real eps, Real hc_eps, Scratch out) {
   static_assert(hidden >= 1 && hidden <= (1 << 24), "hidden out of range");
@@ -89,7 +90,7 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
       if (c0 == 0) sq += xv * xv;
 #pragma unroll
       for (int k = 0; k < kCols; ++k)
-        if (c0 + k < M) acc[k] += xv * fn[(c0 + k) * W + i];
+        if (c0 + k < M) acc[k] += xv * weight_at<format_fn>(fn, c0 + k, i, W);
     }
     if (c0 == 0) {
       const float total = block_sum(sq, red);
@@ -112,12 +113,15 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(W)) + eps);
   float result[M];
   for (long long k = 0; k < M; ++k) m[k] = __fmul_rn(m[k], rho);
+  auto base_at = [&](long long i) { return weight_at<format_base>(base, i); };
+  auto scale_at = [&](long long i) { return weight_at<format_scale>(scale, i); };
   for (long long s = 0; s < S; ++s) {
-    result[s] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale[0], m[s]), base[s])), hc_eps);
-    result[S + s] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale[1], m[S + s]), base[S + s])));
+    result[s] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale_at(0), m[s]), base_at(s))), hc_eps);
+    result[S + s] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), m[S + s]), base_at(S + s))));
   }
   float* comb = result + 2 * S;
-  for (long long k = 0; k < S * S; ++k) comb[k] = __fadd_rn(__fmul_rn(scale[2], m[2 * S + k]), base[2 * S + k]);
+  for (long long k = 0; k < S * S; ++k)
+    comb[k] = __fadd_rn(__fmul_rn(scale_at(2), m[2 * S + k]), base_at(2 * S + k));
   sinkhorn<S>(comb, sinkhorn_iters, hc_eps);
   for (long long k = 0; k < M; ++k) o[k] = result[k];
 }

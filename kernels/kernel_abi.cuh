@@ -32,13 +32,25 @@ struct State {                         // a per-slot state buffer: slot s's copy
   long long slot_stride;
   long long slots;                     // copies allocated: a statics slot at or above it is refused
 };
-typedef const float* Weight;           // fp32, the rank's local shape
-typedef const float* const* WeightList;  // device array of weight pointers (e.g. every expert's w1)
+struct Weight {                        // a weight in its stored format (format_<arg>), the rank's local share:
+  const void* data;                    // the stored codes, row-major [rows, stored cols]
+  const unsigned char* scales;         // its UE8M0 scales (null for WF_F32 / WF_BF16)
+};
+typedef const Weight* WeightList;      // device array of Weight (e.g. every expert's w1), one format
 typedef const long long* IntList;      // device array of run-time integers
 typedef int* Errors;                   // this call's error word (0: fine); see report_error
 
 // ---- dtype codes of template parameters named dtype_<arg> ----
 enum : int { DT_F32 = 0, DT_BF16 = 1, DT_I32 = 2 };
+
+// ---- weight format codes of template parameters named format_<arg> (common/weight_format.h) ----
+enum : int {
+  WF_F32 = 0,         // fp32 values
+  WF_BF16 = 1,        // bf16 values
+  WF_FP8_TILE32 = 2,  // e4m3 codes [rows, cols], UE8M0 scales [ceil(rows/32), ceil(cols/32)] (32x32 tiles)
+  WF_FP4_ROW32 = 3,   // e2m1 two a byte, low nibble first [rows, cols/2], UE8M0 [rows, cols/32]
+  WF_FP8_ROW32 = 4,   // e4m3 codes [rows, cols], UE8M0 [rows, cols/32]
+};
 
 // Error codes a kernel reports instead of touching memory out of bounds (the runtime names the call).
 enum : int {
@@ -66,6 +78,52 @@ __device__ __forceinline__ unsigned short float_to_bf16_bits(float v) {
   return static_cast<unsigned short>(b >> 16);
 }
 __device__ __forceinline__ float bf16_round(float v) { return bf16_bits_to_float(float_to_bf16_bits(v)); }
+
+// ---- weights dequantized in registers: the same bits as common/numeric_formats.cpp's dequantize ----
+__device__ __forceinline__ float e4m3_to_float(unsigned b) {
+  const unsigned sign = (b & 0x80u) << 24, e = (b >> 3) & 0xFu, m = b & 7u;
+  if ((b & 0x7Fu) == 0x7Fu) return __int_as_float(0x7fc00000);  // e4m3fn's only NaN codes
+  if (e == 0) return __uint_as_float(sign | __float_as_uint(__fmul_rn(static_cast<float>(m), 0x1p-9f)));
+  return __uint_as_float(sign | ((e + 120u) << 23) | (m << 20));
+}
+// 2^(b-127): 0 is the subnormal 2^-127, 255 overflows to +inf as ldexp does on the CPU.
+__device__ __forceinline__ float e8m0_to_float(unsigned b) {
+  return b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
+}
+__device__ __forceinline__ float e2m1_to_float(unsigned nibble) {
+  // Magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}: exponent and mantissa bits map straight onto fp32.
+  const unsigned e = (nibble >> 1) & 3u, m = nibble & 1u;
+  const float magnitude = e == 0 ? (m ? 0.5f : 0.0f) : __uint_as_float(((e + 126u) << 23) | (m << 22));
+  return (nibble & 8u) ? -magnitude : magnitude;
+}
+
+// Element (row, col) of a weight matrix of FMT with `cols` logical columns, as fp32: code × scale,
+// one rounding (exact unless the product is subnormal, as on the CPU).
+template <int FMT>
+__device__ __forceinline__ float weight_at(Weight w, long long row, long long col, long long cols) {
+  static_assert(FMT >= WF_F32 && FMT <= WF_FP8_ROW32, "unknown weight format");
+  const long long i = row * cols + col;
+  if constexpr (FMT == WF_F32) {
+    return static_cast<const float*>(w.data)[i];
+  } else if constexpr (FMT == WF_BF16) {
+    return bf16_bits_to_float(static_cast<const unsigned short*>(w.data)[i]);
+  } else if constexpr (FMT == WF_FP8_TILE32) {
+    const float code = e4m3_to_float(static_cast<const unsigned char*>(w.data)[i]);
+    return __fmul_rn(code, e8m0_to_float(w.scales[(row >> 5) * ((cols + 31) >> 5) + (col >> 5)]));
+  } else if constexpr (FMT == WF_FP4_ROW32) {
+    const unsigned byte = static_cast<const unsigned char*>(w.data)[i >> 1];  // cols is even: i's parity is col's
+    return __fmul_rn(e2m1_to_float((col & 1) ? byte >> 4 : byte & 15u), e8m0_to_float(w.scales[i >> 5]));
+  } else {
+    const float code = e4m3_to_float(static_cast<const unsigned char*>(w.data)[i]);
+    return __fmul_rn(code, e8m0_to_float(w.scales[i >> 5]));
+  }
+}
+// Element i of a weight vector (or a row-major matrix read flat): unscaled formats only.
+template <int FMT>
+__device__ __forceinline__ float weight_at(Weight w, long long i) {
+  static_assert(FMT == WF_F32 || FMT == WF_BF16, "a flat index reads F32 or BF16 weights only");
+  return weight_at<FMT>(w, 0, i, 0);
+}
 
 // Element i of a float buffer of dtype DT (F32 or BF16) as fp32.
 template <int DT>

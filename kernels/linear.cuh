@@ -14,11 +14,12 @@ namespace linear_detail {
 constexpr int kRowsPerWarp = 4;
 
 #ifndef DSV41_CONTRACT_SCAN
-// One warp: out[r, col] = Σ_i x[r, x0 + i]·wrow[i] for i < n and rows row0 .. row0+kRowsPerWarp−1
-// (x rows x_width apart, out rows out_width apart); inactive rows get 0. Shared with grouped_linear.
-template <int dtype_x, int dtype_out>
+// One warp: out[r, col] = Σ_i x[r, x0 + i]·w[wrow, i] for i < n and rows row0 .. row0+kRowsPerWarp−1
+// (w of n columns in format_w, dequantized in registers; x rows x_width apart, out rows out_width
+// apart); inactive rows get 0. Shared with grouped_linear.
+template <int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void warp_rows_dot(Rows rows, Statics statics, Scratch x, long long x_width, long long x0,
-                                              const float* wrow, long long n, Scratch out, long long out_width,
+                                              Weight w, long long wrow, long long n, Scratch out, long long out_width,
                                               long long col, long long row0) {
   constexpr int R4 = kRowsPerWarp;
   const int lane = threadIdx.x & 31;
@@ -30,7 +31,7 @@ __device__ __forceinline__ void warp_rows_dot(Rows rows, Statics statics, Scratc
     active[k] = row0 + k < rows && row_slot(statics, row0 + k) >= 0;
   }
   for (long long i = lane; i < n; i += 32) {
-    const float wv = wrow[i];
+    const float wv = weight_at<format_w>(w, wrow, i, n);
 #pragma unroll
     for (int k = 0; k < R4; ++k)
       if (active[k]) acc[k] += wv * load<dtype_x>(x, (row0 + k) * x_width + x0 + i);
@@ -46,16 +47,16 @@ __device__ __forceinline__ void warp_rows_dot(Rows rows, Statics statics, Scratc
 
 namespace entry {
 
-template <long long in_features, int dtype_x, int dtype_out>
+template <long long in_features, int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out,
                                        Int out_features) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
   const long long col = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (col >= out_features) return;
-  linear_detail::warp_rows_dot<dtype_x, dtype_out>(rows, statics, x, in_features, 0, w + col * in_features,
-                                                   in_features, out, out_features, col,
-                                                   static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
+  linear_detail::warp_rows_dot<dtype_x, format_w, dtype_out>(rows, statics, x, in_features, 0, w, col, in_features,
+                                                             out, out_features, col,
+                                                             static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
 #endif
 }
 

@@ -34,28 +34,29 @@ __device__ __forceinline__ float swiglu(float g, float u, float weight, float li
 
 // outr[d] += (b?(weight·silu(min(g, L))·clamp(u, −L, L)) of one expert)·w2ᵀ for one row held in xs:
 // one 8-lane group per activation column into act[F], then one group per output dim (the same lane
-// adds to outr[d] every time, so the sum runs in the CPU's order). Shared with shared_expert.
-template <int dtype_x, int D, int F>
-__device__ __forceinline__ void add_expert(const float* xs, const float* w1e, const float* w3e, const float* w2e,
-                                           float weight, float limit, float* act, float* outr) {
+// adds to outr[d] every time, so the sum runs in the CPU's order). w1e, w3e are [F, D] and w2e is
+// [D, F] in their stored formats, dequantized in registers. Shared with shared_expert.
+template <int dtype_x, int format_w1, int format_w3, int format_w2, int D, int F>
+__device__ __forceinline__ void add_expert(const float* xs, Weight w1e, Weight w3e, Weight w2e, float weight,
+                                           float limit, float* act, float* outr) {
   const int k8 = threadIdx.x & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
   for (int base = 0; base < F; base += groups) {
     const int f = base + group;
     const bool valid = f < F;
-    const long long off = static_cast<long long>(valid ? f : 0) * D;
-    const float g = group8_dot([&](long long i) { return w1e[off + i]; }, [&](long long i) { return xs[i]; },
-                               valid ? D : 0, k8);
-    const float u = group8_dot([&](long long i) { return w3e[off + i]; }, [&](long long i) { return xs[i]; },
-                               valid ? D : 0, k8);
+    const long long row = valid ? f : 0;
+    const float g = group8_dot([&](long long i) { return weight_at<format_w1>(w1e, row, i, D); },
+                               [&](long long i) { return xs[i]; }, valid ? D : 0, k8);
+    const float u = group8_dot([&](long long i) { return weight_at<format_w3>(w3e, row, i, D); },
+                               [&](long long i) { return xs[i]; }, valid ? D : 0, k8);
     if (valid && k8 == 0) act[f] = swiglu<dtype_x>(g, u, weight, limit);
   }
   __syncthreads();
   for (int base = 0; base < D; base += groups) {
     const int d = base + group;
     const bool valid = d < D;
-    const long long off = static_cast<long long>(valid ? d : 0) * F;
-    const float down = group8_dot([&](long long i) { return w2e[off + i]; }, [&](long long i) { return act[i]; },
-                                  valid ? F : 0, k8);
+    const long long row = valid ? d : 0;
+    const float down = group8_dot([&](long long i) { return weight_at<format_w2>(w2e, row, i, F); },
+                                  [&](long long i) { return act[i]; }, valid ? F : 0, k8);
     if (valid && k8 == 0) outr[d] = __fadd_rn(outr[d], down);
   }
   __syncthreads();  // act is rewritten by the next expert
@@ -65,7 +66,7 @@ __device__ __forceinline__ void add_expert(const float* xs, const float* w1e, co
 
 namespace entry {
 
-template <long long hidden, long long width, long long topk, int dtype_x>
+template <long long hidden, long long width, long long topk, int dtype_x, int format_w1, int format_w3, int format_w2>
 __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors errors, Scratch x, Scratch ids,
                                             Scratch weights, WeightList w1, WeightList w3, WeightList w2, Real limit,
                                             Scratch out, Int experts) {
@@ -98,7 +99,7 @@ __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors e
         if (threadIdx.x == 0) report_error(errors, ERR_EXPERT);
         continue;
       }
-      add_expert<dtype_x, D, F>(xs, w1[e], w3[e], w2[e], wr[k], limit, act, outr);
+      add_expert<dtype_x, format_w1, format_w3, format_w2, D, F>(xs, w1[e], w3[e], w2[e], wr[k], limit, act, outr);
     }
   }
 #endif

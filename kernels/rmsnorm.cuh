@@ -16,7 +16,7 @@ constexpr int kThreads = 256;
 
 namespace entry {
 
-template <long long width, int dtype_x, int dtype_out>
+template <long long width, int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void rmsnorm(Rows rows, Statics statics, Scratch x, Weight w, Real eps, Scratch out) {
   static_assert(width >= 1 && width <= (1 << 24), "width out of range");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is F32 or BF16");
@@ -39,7 +39,7 @@ __device__ __forceinline__ void rmsnorm(Rows rows, Statics statics, Scratch x, W
   const float sum = block_sum(sq, red);
   const float inv = 1.0f / sqrtf(__fdiv_rn(sum, static_cast<float>(width)) + eps);
   for (long long i = tid; i < width; i += T)
-    store<dtype_out>(out, off + i, __fmul_rn(__fmul_rn(load<dtype_x>(x, off + i), inv), w[i]));
+    store<dtype_out>(out, off + i, __fmul_rn(__fmul_rn(load<dtype_x>(x, off + i), inv), weight_at<format_w>(w, i)));
 }
 
 }  // namespace entry

@@ -29,7 +29,7 @@ __device__ __forceinline__ bool beats(float v, int id, float w, int jd) {
 
 namespace entry {
 
-template <long long hidden, long long experts, long long topk, int dtype_x>
+template <long long hidden, long long experts, long long topk, int dtype_x, int format_gate, int format_bias>
 __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, Weight gate, Weight bias, Real scaling,
                                        Int normalize, Scratch ids, Scratch weights) {
 #ifndef DSV41_CONTRACT_SCAN
@@ -68,15 +68,15 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   for (int base = 0; base < E; base += groups) {
     const int e = base + group;
     const bool valid = e < E;
-    const float* grow = gate + static_cast<long long>(valid ? e : 0) * D;
-    const float logit = group8_dot([&](long long i) { return grow[i]; }, [&](long long i) { return xs[i]; },
-                                   valid ? D : 0, k8);
+    const long long grow = valid ? e : 0;
+    const float logit = group8_dot([&](long long i) { return weight_at<format_gate>(gate, grow, i, D); },
+                                   [&](long long i) { return xs[i]; }, valid ? D : 0, k8);
     if (valid && k8 == 0) {
       // softplus(v) = max(v, 0) + log1p(exp(−|v|)), each step rounded to fp32 as on the CPU.
       const float ex = static_cast<float>(exp(-static_cast<double>(fabsf(logit))));
       const float sp = __fadd_rn(logit < 0.0f ? 0.0f : logit, static_cast<float>(log1p(static_cast<double>(ex))));
       const float s = __fsqrt_rn(sp);
-      float b = __fadd_rn(s, bias[e]);
+      float b = __fadd_rn(s, weight_at<format_bias>(bias, e));
       if (b != b) b = -kInf;  // keeps the order total
       score[e] = s;
       biased[e] = b;

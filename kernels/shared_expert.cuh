@@ -12,7 +12,7 @@
 namespace dsv41k {
 namespace entry {
 
-template <long long hidden, long long width, int dtype_x>
+template <long long hidden, long long width, int dtype_x, int format_w1, int format_w3, int format_w2>
 __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratch x, Weight w1, Weight w3, Weight w2,
                                               Real limit, Scratch out) {
 #ifndef DSV41_CONTRACT_SCAN
@@ -30,7 +30,8 @@ __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratc
   for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
   __syncthreads();
   // weight 1: 1·silu is silu exactly, so the bits are those of the CPU's unweighted form.
-  moe_experts_detail::add_expert<dtype_x, D, F>(xs, static_cast<const float*>(w1), w3, w2, 1.0f, limit, act, outr);
+  moe_experts_detail::add_expert<dtype_x, format_w1, format_w3, format_w2, D, F>(xs, w1, w3, w2, 1.0f, limit, act,
+                                                                                 outr);
 #endif
 }
 

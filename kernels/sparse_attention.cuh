@@ -29,7 +29,7 @@ __device__ __forceinline__ float exp_f(float v) { return static_cast<float>(exp(
 namespace entry {
 
 template <long long heads, long long head_dim, long long window, long long topk, int dtype_kv, int dtype_ring,
-          int dtype_cache, int dtype_out>
+          int dtype_cache, int format_sink, int dtype_out>
 __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Errors errors, Scratch q, Scratch kv,
                                                  State ring, State cache, Int cache_rows, Scratch selected,
                                                  Weight sink, Real scale, Scratch out) {
@@ -115,7 +115,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   }
   __syncthreads();
   (void)lane;
-  const float sink_h = sink[h];
+  const float sink_h = weight_at<format_sink>(sink, h);
   float top = threadIdx.x == 0 ? sink_h : -__int_as_float(0x7f800000);
   for (int j = threadIdx.x; j < count; j += blockDim.x) top = top < logit[j] ? logit[j] : top;
   top = block_max(top, red);

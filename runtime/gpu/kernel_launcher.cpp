@@ -14,6 +14,12 @@ struct StateParam {
   long long slots;
 };
 static_assert(sizeof(StateParam) == 24, "State is { char* base; long long slot_stride; long long slots; }");
+// kernels/kernel_abi.cuh's Weight.
+struct WeightParam {
+  uint64_t data;
+  uint64_t scales;
+};
+static_assert(sizeof(WeightParam) == 16 && sizeof(DeviceWeight) == 16, "Weight is { const void* data; const unsigned char* scales; }");
 static_assert(sizeof(CUdeviceptr) == sizeof(void*), "device pointers are passed as host-sized pointers");
 
 template <class T>
@@ -30,6 +36,7 @@ size_t KernelParams::value_size(size_t i) const {
   switch (types_[i]) {
     case ParamType::Real: return sizeof(float);
     case ParamType::State: return sizeof(StateParam);
+    case ParamType::Weight: return sizeof(WeightParam);
     default: return 8;
   }
 }
@@ -94,14 +101,21 @@ Result<KernelParams> marshal_params(const Call& call, const CallEnv& env, const 
         params.add(name, p.type, &s, sizeof(s));
         break;
       }
+      case ParamType::Weight: {
+        WeightParam w{0, 0};  // an absent optional weight
+        if (arg) {
+          DSV41_ASSIGN_OR_RETURN(DeviceWeight d, bound(bindings.weights, call, name, p.type));
+          w = {d.data, d.scales};
+        }
+        params.add(name, p.type, &w, sizeof(w));
+        break;
+      }
       case ParamType::Scratch:
-      case ParamType::Weight:
       case ParamType::WeightList:
       case ParamType::IntList: {
         uint64_t ptr = 0;  // an absent optional argument
         if (arg) {
           const auto& map = p.type == ParamType::Scratch      ? bindings.scratch
-                            : p.type == ParamType::Weight     ? bindings.weights
                             : p.type == ParamType::WeightList ? bindings.weight_lists
                                                               : bindings.int_lists;
           DSV41_ASSIGN_OR_RETURN(ptr, bound(map, call, name, p.type));

@@ -2,6 +2,19 @@
 // marshalled in the order of its contract (common/kernel_contract.h, docs/kernels.md) from device
 // addresses the caller binds by argument name, and grid, block and dynamic shared memory come from
 // the call's KernelLaunch (set at plan time by compiler/kernel_plan.h).
+//
+// Weights are bound in their stored formats (docs/kernels.md "Weights"; no fp32 copy exists on the
+// device). Per Weight argument name, `LaunchBindings::weights` holds a DeviceWeight {data, scales}:
+//   data   — the rank's local share of the stored tensor, exactly the bytes of the weight plan's byte
+//            runs for that tensor concatenated in run order (a strided input-column slice becomes a
+//            dense row-major [rows, local stored cols]); the program's local_shape and dtype describe it.
+//   scales — the same for its scale tensor (NAME.scale, F8_E8M0, local_shape [⌈rows/32⌉, ⌈cols/32⌉]
+//            for fp8_tile32, [rows, cols/32] for fp4_row32 / fp8_row32); 0 for F32 / BF16 weights.
+// Each is its own allocation, aligned to kDeviceTensorAlignment (common/weight_format.h): what the
+// memory ledger counts. A WeightList argument binds the device address of an array of DeviceWeight
+// (16 bytes each: data then scales, kernels/kernel_abi.cuh's Weight), one per listed weight in the
+// call's order. The format itself is a template constant of the variant (format_<arg> in its key),
+// so a rank's kernels follow its pack; CallEnv::weight_format must report it for planning/launching.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +37,13 @@ struct DeviceState {
   int64_t slots = 0;  // copies allocated; kernels refuse a statics slot at or above it
 };
 
+// A Weight parameter (kernels/kernel_abi.cuh's Weight, passed by value): the stored bytes of the
+// rank's local share and, for scaled formats, of its scale tensor (0 otherwise).
+struct DeviceWeight {
+  CUdeviceptr data = 0;
+  CUdeviceptr scales = 0;
+};
+
 // What a call's arguments are bound to on the device, by argument name. An optional argument the
 // call does not have is passed as a null pointer; an argument the call has must be bound here.
 struct LaunchBindings {
@@ -32,8 +52,8 @@ struct LaunchBindings {
   CUdeviceptr errors = 0;  // the call's int32 error word (Errors; 0 passes a null pointer: no reports)
   std::map<std::string, CUdeviceptr> scratch;       // Scratch arguments
   std::map<std::string, DeviceState> state;         // State arguments
-  std::map<std::string, CUdeviceptr> weights;       // Weight arguments (fp32, the rank's local shape)
-  std::map<std::string, CUdeviceptr> weight_lists;  // WeightList: a device array of weight pointers
+  std::map<std::string, DeviceWeight> weights;      // Weight arguments, stored format (see the top)
+  std::map<std::string, CUdeviceptr> weight_lists;  // WeightList: a device array of DeviceWeight
   std::map<std::string, CUdeviceptr> int_lists;     // IntList: a device array of long long
 };
 
@@ -50,7 +70,7 @@ class KernelParams {
   size_t size() const { return names_.size(); }
   const std::string& name(size_t i) const { return names_[i]; }
   ParamType type(size_t i) const { return types_[i]; }
-  // The bytes of parameter i as the kernel receives them (8 bytes, 4 for Real, 24 for State).
+  // The bytes of parameter i as the kernel receives them (8 bytes, 4 for Real, 16 for Weight, 24 for State).
   const void* value(size_t i) const { return slots_[i].bytes; }
   size_t value_size(size_t i) const;
   void** pointers();
@@ -69,7 +89,7 @@ class KernelParams {
 
 // The parameters of `call`'s kernel in contract order: Rows → bindings.rows; Statics, Errors →
 // their pointers; Scratch / Weight / WeightList / IntList → the bound pointer (null when an
-// optional argument is absent); State → {base, slot_stride, slots}; Int → int_param_value(call, env, name);
+// optional argument is absent); Weight → {data, scales}; State → {base, slot_stride, slots}; Int → int_param_value(call, env, name);
 // Real → the call's Float argument as float. Refuses an op without a contract, or an argument the
 // call has but `bindings` lacks, naming the op and the argument.
 Result<KernelParams> marshal_params(const Call& call, const CallEnv& env, const LaunchBindings& bindings);

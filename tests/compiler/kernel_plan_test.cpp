@@ -131,10 +131,26 @@ TEST(KernelPlan, ACallThatDoesNotBindToItsKernelIsRefusedByName) {
   env.rows = 4;
   env.buffer = [&](const Arg& a) { return a.ints[0] == 0 ? &x : &out; };
   env.weight_shape = [](const Arg&) { return std::vector<int64_t>{32, 64}; };
+  env.weight_format = [](int64_t) -> std::optional<WeightFormat> { return WeightFormat::FP8Tile32; };
   auto ok = variant_of(call, env, "sm_90a");
   ASSERT_TRUE(ok.is_ok()) << ok.status().message();
-  EXPECT_EQ(ok->key, "linear{in_features=64,dtype_x=bf16,dtype_out=f32}@sm_90a");
+  EXPECT_EQ(ok->key, "linear{in_features=64,dtype_x=bf16,format_w=fp8_tile32,dtype_out=f32}@sm_90a");
   EXPECT_EQ(ok->entry.size(), 6u + 16u);
+
+  // The weight's stored format is part of the key: a bf16 pack gives another variant.
+  CallEnv bf16_env = env;
+  bf16_env.weight_format = [](int64_t) -> std::optional<WeightFormat> { return WeightFormat::BF16; };
+  auto bf16 = variant_of(call, bf16_env, "sm_90a");
+  ASSERT_TRUE(bf16.is_ok()) << bf16.status().message();
+  EXPECT_EQ(bf16->key, "linear{in_features=64,dtype_x=bf16,format_w=bf16,dtype_out=f32}@sm_90a");
+  EXPECT_NE(bf16->id, ok->id);
+
+  // A weight whose format is unknown (a scale tensor, an unread dtype) is refused by name.
+  CallEnv unknown = env;
+  unknown.weight_format = [](int64_t) -> std::optional<WeightFormat> { return std::nullopt; };
+  auto no_format = variant_of(call, unknown, "sm_90a");
+  ASSERT_FALSE(no_format.is_ok());
+  EXPECT_EQ(no_format.status().message(), "op linear: weight w (index 0) has no stored format a kernel reads");
 
   Call extra = call;
   extra.args.push_back({"bias", ArgKind::Weight, {0}, 0});
@@ -146,7 +162,9 @@ TEST(KernelPlan, ACallThatDoesNotBindToItsKernelIsRefusedByName) {
   wrong_kind.args[1].kind = ArgKind::Scratch;
   refused = variant_of(wrong_kind, env, "sm_90a");
   ASSERT_FALSE(refused.is_ok());
-  EXPECT_EQ(refused.status().message(), "op linear: argument w does not match parameter Weight w of kernels/linear.cuh");
+  EXPECT_EQ(refused.status().message(),
+            "kernels/linear.cuh: template parameter format_w is neither a constant of op linear, dtype_<arg> of one of "
+            "its buffer arguments nor format_<arg> of one of its weight arguments");
 
   Call renamed = call;
   renamed.constants[0].name = "in";
@@ -160,14 +178,55 @@ TEST(KernelPlan, ACallThatDoesNotBindToItsKernelIsRefusedByName) {
 TEST(KernelPlan, VariantSourceIsAnIncludePlusOneExternCInstantiation) {
   Variant v;
   v.op = "linear";
-  v.template_args = {{"in_features", 64}, {"dtype_x", 1}, {"dtype_out", 0}};
-  v.key = "linear{in_features=64,dtype_x=bf16,dtype_out=f32}@sm_90a";
+  v.template_args = {{"in_features", 64}, {"dtype_x", 1}, {"format_w", 3}, {"dtype_out", 0}};
+  v.key = "linear{in_features=64,dtype_x=bf16,format_w=fp4_row32,dtype_out=f32}@sm_90a";
   v.entry = "dsv41_0123456789abcdef";
   const std::string source = variant_source(v, 256);
   EXPECT_NE(source.find("#include \"linear.cuh\""), std::string::npos) << source;
   EXPECT_NE(source.find("extern \"C\" __global__ void __launch_bounds__(256) dsv41_0123456789abcdef("), std::string::npos)
       << source;
-  EXPECT_NE(source.find("dsv41k::entry::linear<64LL, 1, 0>("), std::string::npos) << source;
+  EXPECT_NE(source.find("dsv41k::entry::linear<64LL, 1, 3, 0>("), std::string::npos) << source;
+}
+
+// A weight list binds one format: experts stored differently cannot share a variant.
+TEST(KernelPlan, AWeightListMixingFormatsIsRefused) {
+  Call call;
+  call.op = "shared_expert";
+  call.constants = {{"hidden", 64}, {"width", 32}};
+  call.args = {{"x", ArgKind::Scratch, {0}, 0},   {"w1", ArgKind::Weight, {0}, 0}, {"w3", ArgKind::Weight, {1}, 0},
+               {"w2", ArgKind::Weight, {2}, 0},   {"limit", ArgKind::Float, {}, 7.0}, {"out", ArgKind::Scratch, {1}, 0}};
+  const BufferDecl x{"x", DType::BF16, {4, 64}, 0, 512}, out{"out", DType::F32, {4, 64}, 512, 1024};
+  CallEnv env;
+  env.rows = 4;
+  env.buffer = [&](const Arg& a) { return a.ints[0] == 0 ? &x : &out; };
+  env.weight_shape = [](const Arg& a) { return a.ints[0] == 2 ? std::vector<int64_t>{64, 32} : std::vector<int64_t>{32, 64}; };
+  env.weight_format = [](int64_t i) -> std::optional<WeightFormat> {
+    return i == 2 ? WeightFormat::FP8Tile32 : WeightFormat::BF16;
+  };
+  auto v = variant_of(call, env, "sm_90a");
+  ASSERT_TRUE(v.is_ok()) << v.status().message();
+  EXPECT_EQ(v->key, "shared_expert{hidden=64,width=32,dtype_x=bf16,format_w1=bf16,format_w3=bf16,format_w2=fp8_tile32}@sm_90a");
+
+  Call experts;
+  experts.op = "moe_experts";
+  experts.constants = {{"hidden", 64}, {"width", 32}, {"topk", 2}, {"experts", 3}};
+  experts.args = {{"x", ArgKind::Scratch, {0}, 0},        {"ids", ArgKind::Scratch, {2}, 0},
+                  {"weights", ArgKind::Scratch, {3}, 0},  {"w1", ArgKind::WeightList, {0, 1, 2}, 0},
+                  {"w3", ArgKind::WeightList, {0, 1, 0}, 0}, {"w2", ArgKind::WeightList, {0, 1, 0}, 0},
+                  {"limit", ArgKind::Float, {}, 7.0},    {"out", ArgKind::Scratch, {1}, 0}};
+  const BufferDecl ids{"ids", DType::I32, {4, 2}, 0, 32}, weights{"weights", DType::F32, {4, 2}, 0, 32};
+  env.buffer = [&](const Arg& a) -> const BufferDecl* {
+    switch (a.ints[0]) {
+      case 0: return &x;
+      case 1: return &out;
+      case 2: return &ids;
+      default: return &weights;
+    }
+  };
+  auto mixed = variant_of(experts, env, "sm_90a");
+  ASSERT_FALSE(mixed.is_ok());
+  EXPECT_EQ(mixed.status().message(),
+            "op moe_experts: weight list w1 mixes formats bf16 and fp8_tile32; one variant reads one format");
 }
 
 }  // namespace

@@ -54,8 +54,12 @@ TEST(MemoryLedger, RankLedgerAddsUpTheWeightsStateAndLargestArena) {
     auto plan = plan_rank(tiny->inputs, options, rank);
     ASSERT_TRUE(plan.is_ok()) << plan.status().message();
     const MemoryLedger& m = plan->ledger;
-    EXPECT_EQ(m.weights_replicated, plan->weights.replicated_bytes);
-    EXPECT_EQ(m.weights_split, plan->weights.split_bytes);
+    // Each stored tensor is padded to 256 bytes on the device: never less than the bytes read, and
+    // at most 255 more a tensor.
+    EXPECT_GE(m.weights_replicated, plan->weights.replicated_bytes);
+    EXPECT_GE(m.weights_split, plan->weights.split_bytes);
+    EXPECT_LE(m.weights_replicated + m.weights_split,
+              plan->weights.replicated_bytes + plan->weights.split_bytes + 255 * plan->weights.tensors.size());
     EXPECT_EQ(m.weights_host, plan->weights.host_bytes);
     EXPECT_EQ(m.state_per_slot, plan->calls.state_bytes_per_slot);
     EXPECT_GT(m.state_per_slot, 0u);
@@ -75,6 +79,40 @@ TEST(MemoryLedger, RankLedgerAddsUpTheWeightsStateAndLargestArena) {
   }
 }
 
+// The weights lines count what the device holds: every planned stored tensor (each weight and, in
+// the release formats, its UE8M0 scale), in its stored bytes, one 256-byte-aligned allocation each;
+// no fp32 copy. Host tables count their stored bytes apart.
+TEST(MemoryLedger, WeightsCountTheStoredBytesAndScalesEachAligned) {
+  for (const char* format : {"bf16", "release"}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    test::make_pack(dir.path(), "dsv41-tiny", format, 1);
+    auto inputs = ModelInputs::read(dir.path().string());
+    ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+    auto plan = plan_rank(*inputs, tiny_options(3, 1024), 2);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().message();
+    uint64_t replicated = 0, split = 0, host = 0, scales = 0, unaligned = 0;
+    for (const PlannedTensor& t : plan->weights.tensors) {
+      uint64_t stored = 1;
+      for (int64_t d : t.local_shape) stored *= static_cast<uint64_t>(d);
+      stored *= static_cast<uint64_t>(dtype_bytes(t.dtype));
+      ASSERT_EQ(t.bytes(), stored) << t.name << ": the runs read exactly the stored local tensor";
+      const uint64_t device = (stored + 255) / 256 * 256;
+      if (t.host_resident) host += stored;
+      else if (t.rule == SplitRule::Replicated) replicated += device;
+      else split += device;
+      if (t.dtype == DType::F8_E8M0) ++scales;
+      if (!t.host_resident && stored % 256 != 0) ++unaligned;
+    }
+    EXPECT_EQ(plan->ledger.weights_replicated, replicated);
+    EXPECT_EQ(plan->ledger.weights_split, split);
+    EXPECT_EQ(plan->ledger.weights_host, host);
+    EXPECT_GT(unaligned, 0u) << "some tensor must need padding, or the alignment goes untested";
+    if (std::string(format) == "release") EXPECT_GT(scales, 10u) << "release-format packs store UE8M0 scales";
+    else EXPECT_EQ(scales, 0u);
+  }
+}
+
 TEST(MemoryLedger, StateGrowsWithTheContext) {
   const auto tiny = tiny_inputs();
   uint64_t previous = 0;
@@ -88,17 +126,23 @@ TEST(MemoryLedger, StateGrowsWithTheContext) {
 
 TEST(MemoryLedger, TotalCountsDeviceWeightsStateAndActivationsButNotHostTables) {
   WeightPlan plan;
-  plan.replicated_bytes = 1000;
-  plan.split_bytes = 20000;
-  plan.host_bytes = 300000;
+  auto tensor = [](SplitRule rule, uint64_t bytes, bool host) {
+    PlannedTensor t;
+    t.rule = rule;
+    t.host_resident = host;
+    t.runs.push_back(ByteRun{0, 0, bytes, bytes, 1});
+    return t;
+  };
+  plan.tensors = {tensor(SplitRule::Replicated, 1000, false), tensor(SplitRule::OutputRows, 20000, false),
+                  tensor(SplitRule::Replicated, 300000, true)};
   const MemoryLedger m = build_ledger(plan, 4096, 3, 777, 123456789);
-  EXPECT_EQ(m.weights_replicated, 1000u);
-  EXPECT_EQ(m.weights_split, 20000u);
-  EXPECT_EQ(m.weights_host, 300000u);
+  EXPECT_EQ(m.weights_replicated, 1024u) << "1000 bytes, one 256-byte-aligned allocation";
+  EXPECT_EQ(m.weights_split, 20224u);
+  EXPECT_EQ(m.weights_host, 300000u) << "host tables are mapped, not allocated: their stored bytes";
   EXPECT_EQ(m.state_per_slot, 4096u);
   EXPECT_EQ(m.state, 3 * 4096u);
   EXPECT_EQ(m.activations, 777u);
-  EXPECT_EQ(m.total, 1000u + 20000u + 3 * 4096u + 777u);
+  EXPECT_EQ(m.total, 1024u + 20224u + 3 * 4096u + 777u);
   EXPECT_EQ(m.limit, 123456789u);
 }
 

@@ -46,12 +46,13 @@ TEST(KernelLauncher, MarshalsParametersInContractOrder) {
   env.rows = 4;
   env.buffer = [&](const Arg& a) -> const BufferDecl* { return a.ints[0] == 0 ? &x : &out; };
   env.weight_shape = [](const Arg&) { return std::vector<int64_t>{96, 64}; };
+  env.weight_format = [](int64_t) -> std::optional<WeightFormat> { return WeightFormat::FP8Tile32; };
   LaunchBindings b;
   b.rows = 4;
   b.statics = 0x1000;
   b.errors = 0x2000;
   b.scratch = {{"x", 0x3000}, {"out", 0x4000}};
-  b.weights = {{"w", 0x5000}};
+  b.weights = {{"w", {0x5000, 0x6000}}};
   auto params = marshal_params(call, env, b);
   ASSERT_TRUE(params.is_ok()) << params.status().message();
   ASSERT_EQ(params->size(), contract->params.size());
@@ -60,12 +61,14 @@ TEST(KernelLauncher, MarshalsParametersInContractOrder) {
                                                     {"out_features", 96}};
   for (size_t i = 0; i < params->size(); ++i) {
     EXPECT_EQ(params->name(i), contract->params[i].name);
-    ASSERT_EQ(params->value_size(i), 8u) << params->name(i);
-    uint64_t v = 0;
-    std::memcpy(&v, params->value(i), 8);
+    // A Weight travels as {data, scales}, 16 bytes; everything else of linear is 8 bytes.
+    ASSERT_EQ(params->value_size(i), params->name(i) == "w" ? 16u : 8u) << params->name(i);
+    uint64_t v[2] = {0, 0};
+    std::memcpy(v, params->value(i), params->value_size(i));
     auto it = expected.find(params->name(i));
     ASSERT_NE(it, expected.end()) << "unexpected parameter " << params->name(i);
-    EXPECT_EQ(v, it->second) << params->name(i);
+    EXPECT_EQ(v[0], it->second) << params->name(i);
+    if (params->name(i) == "w") EXPECT_EQ(v[1], 0x6000u) << "the scales' address";
   }
   void** pointers = params->pointers();
   EXPECT_EQ(pointers[0], params->value(0));

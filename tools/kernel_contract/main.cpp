@@ -78,7 +78,7 @@ CXChildVisitResult visit(CXCursor cursor, CXCursor, CXClientData data) {
   for (const Param& p : e.template_params)
     if (p.type != "long long" && p.type != "int")
       v->errors->push_back(e.file + ": entry " + e.op + ": template parameter " + p.name + " has type " + p.type +
-                           "; expected long long (a constant) or int (dtype_<arg>)");
+                           "; expected long long (a constant) or int (dtype_<arg>, format_<arg>)");
   for (const Param& p : e.params)
     if (!kParamTypes.count(p.type))
       v->errors->push_back(e.file + ": entry " + e.op + ": parameter " + p.name + " has type \"" + p.type +
