@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct GenerateFlags {
   std::string logits_out;
   int device = 0;
   bool eager = false;
+  std::optional<uint64_t> synthetic_seed;
 };
 
 Status write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
@@ -40,6 +42,7 @@ Status run_generate(GenerateFlags f) {
     cuda.model_dir = f.options.model_dir;
     cuda.device = f.device;
     cuda.eager = f.eager;
+    cuda.synthetic_seed = f.synthetic_seed;
     f.options.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
       DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
       return std::unique_ptr<Backend>(std::move(backend));
@@ -81,6 +84,9 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--device", f->device, "cuda: the CUDA device ordinal every rank uses")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--synthetic-weights", f->synthetic_seed,
+                  "cuda: fill every weight on the device from this seed instead of reading the shards (the "
+                  "release shapes run without their files; the tokens mean nothing)");
   cmd->add_flag("--eager", f->eager, "cuda: launch every call on each step instead of replaying captured CUDA graphs");
   cmd->add_option("--prompt-ids", f->options.prompt, "prompt token ids, comma separated (e.g. 5,6,7)")
       ->delimiter(',')

@@ -24,6 +24,8 @@ Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& prog
   GpuSessionOptions session_options;
   session_options.model_dir = options_.model_dir;
   session_options.eager = options_.eager;
+  session_options.synthetic_seed = options_.synthetic_seed;
+  session_options.load.progress = options_.log;
   // Ranks boot one at a time: each measures the device's free memory around its own allocations and
   // graph build, which another rank booting on the same GPU meanwhile would blur. Boot holds no
   // collective, so the ranks still meet at their first exchange.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "runtime/gpu/device_exchange.h"
@@ -17,7 +18,8 @@ struct CudaBackendOptions {
   std::string model_dir;
   int device = 0;          // the CUDA ordinal every rank uses
   bool eager = false;      // no graphs: launch every call on each run
-  std::FILE* log = stderr; // each rank's boot report; nullptr: silent
+  std::FILE* log = stderr; // each rank's boot report and weight-load progress; nullptr: silent
+  std::optional<uint64_t> synthetic_seed;  // --synthetic-weights SEED: no weight file is read
 };
 
 class CudaBackend final : public Backend {

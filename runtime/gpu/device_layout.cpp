@@ -5,30 +5,32 @@
 #include <cstring>
 #include <numeric>
 
-#include "common/pack_index.h"
+#include <unordered_map>
+
+#include "common/tensor_inventory.h"
+#include "runtime/gpu/device_sink.h"
+#include "runtime/gpu/synthetic_weights.h"
 
 namespace dsv41::gpu {
 namespace {
 
 uint64_t align(uint64_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
-uint64_t numel(const std::vector<int64_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), uint64_t{1}, [](uint64_t a, int64_t b) { return a * b; });
-}
-
 double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+// A weight's stored bytes and, for scaled formats, its scale's (plan_device_layout checked both exist).
+DeviceWeight device_weight(const DeviceLayout& layout, CUdeviceptr base, int64_t index) {
+  DeviceWeight w;
+  w.data = base + static_cast<uint64_t>(layout.stored.offset[index]);
+  if (layout.format[index] && weight_format_scaled(*layout.format[index]))
+    w.scales = base + static_cast<uint64_t>(layout.stored.offset[layout.scale_of[index]]);
+  return w;
+}
 
 }  // namespace
 
-Result<DeviceLayout> plan_device_layout(const ProgramFile& file, const CallLists& calls, const std::string& model_dir) {
+Result<DeviceLayout> plan_device_layout(const ProgramFile& file, const CallLists& calls) {
   const fb::Program& p = file.program();
-  DSV41_ASSIGN_OR_RETURN(PackIndex pack, PackIndex::open(model_dir));
-  if (pack.digest() != p.pack_digest())
-    return Status::errorf("{}: pack digest {:016x} differs from the program's pack_digest {:016x}: {} was planned "
-                          "from another model folder (or the shards changed since); re-plan it for this folder",
-                          model_dir, pack.digest(), p.pack_digest(), file.source());
-  DSV41_TRY(pack.check_data_present().with_context(model_dir));
-
   DeviceLayout layout;
   std::vector<int64_t> referenced;
   for (const Phase& phase : calls.phases) {
@@ -39,22 +41,37 @@ Result<DeviceLayout> plan_device_layout(const ProgramFile& file, const CallLists
       for (const Arg& arg : call.args) {
         if (arg.kind == ArgKind::Weight || arg.kind == ArgKind::WeightList)
           referenced.insert(referenced.end(), arg.ints.begin(), arg.ints.end());
+        const uint64_t entry = arg.kind == ArgKind::WeightList ? sizeof(DeviceWeight) : 8;
         if ((arg.kind == ArgKind::WeightList || arg.kind == ArgKind::IntList) &&
             layout.table_offset.emplace(std::make_pair(arg.kind, arg.ints), layout.table_bytes).second)
-          layout.table_bytes += align(std::max<size_t>(arg.ints.size(), 1) * 8);
+          layout.table_bytes += align(std::max<size_t>(arg.ints.size(), 1) * entry);
       }
   }
   layout.state_bytes = calls.state_bytes_per_slot * static_cast<uint64_t>(p.settings()->slots());
+  layout.stored = plan_stored_layout(p, referenced);
 
-  auto weights = cpu::WeightStore::load(p, model_dir, referenced);
-  if (!weights.is_ok()) return weights.status().with_context(model_dir);
-  layout.host_weights = std::move(weights).value();
-  layout.weight_offset.assign(p.weights()->size(), -1);
-  for (size_t i = 0; i < layout.weight_offset.size(); ++i) {
-    const cpu::WeightView view = layout.host_weights.view(static_cast<int64_t>(i));
-    if (!view.data) continue;
-    layout.weight_offset[i] = static_cast<int64_t>(layout.weight_bytes);
-    layout.weight_bytes += align(numel(view.shape) * sizeof(float));
+  const auto& weights = *p.weights();
+  std::unordered_map<std::string, int64_t> by_name;
+  for (uint32_t i = 0; i < weights.size(); ++i) by_name[weights.Get(i)->name()->str()] = i;
+  layout.scale_of.assign(weights.size(), -1);
+  layout.format.assign(weights.size(), std::nullopt);
+  for (uint32_t i = 0; i < weights.size(); ++i) {
+    const fb::PlannedTensor& t = *weights.Get(i);
+    layout.format[i] = weight_format_of(static_cast<Encoding>(t.encoding()), static_cast<DType>(t.dtype()));
+    if (auto it = by_name.find(scale_name(t.name()->str())); it != by_name.end()) layout.scale_of[i] = it->second;
+  }
+  for (int64_t index : referenced) {
+    if (index < 0 || index >= static_cast<int64_t>(weights.size()) || layout.stored.offset[index] < 0)
+      return Status::errorf("{}: a call names weight {}, which the program does not plan", file.source(), index);
+    const auto& format = layout.format[index];
+    if (!format)
+      return Status::errorf("{}: weight {} has no device format (encoding {}, dtype {})", file.source(),
+                            weights.Get(index)->name()->str(), static_cast<int>(weights.Get(index)->encoding()),
+                            dtype_name(static_cast<DType>(weights.Get(index)->dtype())));
+    if (weight_format_scaled(*format) && (layout.scale_of[index] < 0 || layout.stored.offset[layout.scale_of[index]] < 0))
+      return Status::errorf("{}: weight {} is {} but its scale {} is not planned", file.source(),
+                            weights.Get(index)->name()->str(), weight_format_name(*format),
+                            scale_name(weights.Get(index)->name()->str()));
   }
   return layout;
 }
@@ -64,8 +81,7 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
   if (!l) return "  (the program has no memory ledger)";
   const uint64_t weights = l->weights_replicated() + l->weights_split();
   std::string out = fmt::format("  {:<24} {:>12} {:>12}\n", "rank " + std::to_string(p.rank()) + " GiB", "ledger", "allocated");
-  out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}  (allocated: fp32, dequantized at load)\n", "weights", gib(weights),
-                     gib(layout.weight_bytes));
+  out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}  (stored formats)\n", "weights", gib(weights), gib(layout.stored.total));
   out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "weight/int tables", "-", gib(layout.table_bytes));
   out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}\n", "state", gib(l->state()), gib(layout.state_bytes));
   out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}\n", "activations (+statics)", gib(l->activations()),
@@ -75,31 +91,32 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
   return out;
 }
 
-Status upload_weights(CudaDriver& d, const DeviceLayout& layout, DeviceBuffer& weights, DeviceBuffer& tables,
-                      CUstream stream) {
-  auto copy = [&](CUdeviceptr to, const void* from, size_t bytes, const std::string& what) {
-    return d.check(d.cuMemcpyHtoDAsync(to, from, bytes, stream), fmt::format("cuMemcpyHtoDAsync_v2({}, {} bytes)", what, bytes));
-  };
-  for (size_t i = 0; i < layout.weight_offset.size(); ++i) {
-    if (layout.weight_offset[i] < 0) continue;
-    const cpu::WeightView view = layout.host_weights.view(static_cast<int64_t>(i));
-    DSV41_TRY(copy(weights.ptr() + layout.weight_offset[i], view.data, numel(view.shape) * sizeof(float), view.name));
-  }
+Result<LoadStats> load_weights(CudaDriver& driver, const fb::Program& program, const DeviceLayout& layout,
+                               DeviceBuffer& weights, const std::string& model_dir,
+                               std::optional<uint64_t> synthetic_seed, const LoadOptions& options) {
+  DeviceSink sink(driver, weights.ptr(), weights.bytes());
+  if (synthetic_seed) return fill_synthetic_weights(program, layout.stored, *synthetic_seed, sink, options);
+  return load_stored_weights(program, model_dir, layout.stored, sink, options);
+}
+
+Status upload_tables(CudaDriver& d, const DeviceLayout& layout, const DeviceBuffer& weights, DeviceBuffer& tables,
+                     CUstream stream) {
   std::vector<uint8_t> image(layout.table_bytes, 0);
   for (const auto& [key, offset] : layout.table_offset) {
     const auto& [kind, ints] = key;
     for (size_t k = 0; k < ints.size(); ++k) {
-      uint64_t value = static_cast<uint64_t>(ints[k]);
-      if (kind == ArgKind::WeightList) {
-        if (ints[k] < 0 || static_cast<size_t>(ints[k]) >= layout.weight_offset.size() || layout.weight_offset[ints[k]] < 0)
-          return Status::errorf("weight list: weight {} is not loaded", ints[k]);
-        value = weights.ptr() + static_cast<uint64_t>(layout.weight_offset[ints[k]]);
+      if (kind == ArgKind::IntList) {
+        const long long value = ints[k];
+        std::memcpy(image.data() + offset + k * 8, &value, 8);
+        continue;
       }
-      std::memcpy(image.data() + offset + k * 8, &value, 8);
+      const DeviceWeight w = device_weight(layout, weights.ptr(), ints[k]);
+      std::memcpy(image.data() + offset + k * sizeof(DeviceWeight), &w, sizeof(DeviceWeight));
     }
   }
   if (image.empty()) return Status::ok();
-  DSV41_TRY(copy(tables.ptr(), image.data(), image.size(), "weight and int tables"));
+  DSV41_TRY(d.check(d.cuMemcpyHtoDAsync(tables.ptr(), image.data(), image.size(), stream),
+                    fmt::format("cuMemcpyHtoDAsync_v2(weight and int tables, {} bytes)", image.size())));
   // The image is a local: wait for the copy before it goes.
   return d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (after the table upload)");
 }
@@ -125,6 +142,11 @@ Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, con
     const auto* shape = p->weights()->Get(i)->local_shape();
     return shape ? std::vector<int64_t>(shape->begin(), shape->end()) : std::vector<int64_t>{};
   };
+  const DeviceLayout* l = &layout;
+  env.weight_format = [l](int64_t i) -> std::optional<WeightFormat> {
+    if (i < 0 || i >= static_cast<int64_t>(l->format.size())) return std::nullopt;
+    return l->format[i];
+  };
   PhaseGraphs graphs(driver, launcher, phase, env, program.rank());
   const int64_t slots = program.settings()->slots();
   for (size_t i = 0; i < phase.calls.size(); ++i) {
@@ -141,10 +163,7 @@ Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, con
           b.bindings.state[a.name] = {at.state + calls.state_buffers[a.ints[0]].offset,
                                       static_cast<int64_t>(calls.state_bytes_per_slot), slots};
           break;
-        case ArgKind::Weight:
-          if (layout.weight_offset[a.ints[0]] < 0) return Status::errorf("phase {} call #{}: weight {} not loaded", phase.name, i, a.ints[0]);
-          b.bindings.weights[a.name] = at.weights + layout.weight_offset[a.ints[0]];
-          break;
+        case ArgKind::Weight: b.bindings.weights[a.name] = device_weight(layout, at.weights, a.ints[0]); break;
         case ArgKind::WeightList:
         case ArgKind::IntList:
           b.bindings.weight_lists[a.name] = at.tables + layout.table_offset.at({a.kind, a.ints});

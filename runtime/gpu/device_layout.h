@@ -1,11 +1,12 @@
-// runtime/gpu/device_layout.h — what one rank allocates on the device (weights, pointer and integer
-// tables, state, arena, statics, error words), the upload of its weights, and each call's bindings.
+// runtime/gpu/device_layout.h — what one rank allocates on the device (stored weights, weight and integer
+// tables, state, arena, statics, error words), the weight load, and each call's bindings.
 #pragma once
 
 #include <cuda.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,20 +14,21 @@
 #include "common/program_calls.h"
 #include "common/program_file.h"
 #include "common/status.h"
-#include "runtime/cpu/weight_store.h"
+#include "common/weight_format.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/phase_graphs.h"
+#include "runtime/gpu/weight_loader.h"
 
 namespace dsv41::gpu {
 
 struct DeviceLayout {
-  // Weights: today the CPU WeightStore's fp32 values (dequantized at load), each 256-byte aligned,
-  // at weight_offset[program weight index] (-1: not named by any call).
-  cpu::WeightStore host_weights;
-  std::vector<int64_t> weight_offset;
-  uint64_t weight_bytes = 0;
-  // Device arrays a call's WeightList (weight pointers) or IntList (long long) argument points to,
-  // shared by every call with the same list.
+  // Weights in their stored formats (weights and scales as the pack holds them, the rank's share):
+  // one region, each tensor at stored.offset[program index], kDeviceTensorAlignment apart.
+  StoredLayout stored;
+  std::vector<int64_t> scale_of;                   // program weight index -> its scale's index, or -1
+  std::vector<std::optional<WeightFormat>> format; // per program tensor (none for scales)
+  // Device arrays a call's WeightList (DeviceWeight, 16 bytes each) or IntList (long long)
+  // argument points to, shared by every call with the same list.
   std::map<std::pair<ArgKind, std::vector<int64_t>>, uint64_t> table_offset;
   uint64_t table_bytes = 0;
   uint64_t state_bytes = 0;    // slots x state_bytes_per_slot
@@ -34,21 +36,25 @@ struct DeviceLayout {
   uint64_t statics_bytes = 0;  // the largest phase's statics block
   uint64_t error_bytes = 0;    // one int32 word per call of the largest phase
   uint64_t total() const {
-    return weight_bytes + table_bytes + state_bytes + arena_bytes + statics_bytes + error_bytes;
+    return stored.total + table_bytes + state_bytes + arena_bytes + statics_bytes + error_bytes;
   }
 };
 
-// Reads the weights the calls name from the shards of `model_dir` (after checking the folder is the
-// pack the program was planned from) and sizes everything else.
-Result<DeviceLayout> plan_device_layout(const ProgramFile& program, const CallLists& calls, const std::string& model_dir);
+// Sizes everything from the program alone (no file is read).
+Result<DeviceLayout> plan_device_layout(const ProgramFile& program, const CallLists& calls);
 
 // The program's ledger beside what this session allocates, line by line.
 std::string ledger_lines(const fb::Program& program, const DeviceLayout& layout);
 
-// Copies the weights into `weights` and fills the tables (weight pointers into `weights`), on
-// `stream`; the caller synchronises it before `layout` (the host copies) goes.
-Status upload_weights(CudaDriver& driver, const DeviceLayout& layout, DeviceBuffer& weights, DeviceBuffer& tables,
-                      CUstream stream);
+// Fills `weights` (layout.stored.total bytes) with the stored bytes: read from the shards of
+// `model_dir`, or, with a `synthetic_seed`, generated from it (no file read). Returns what it moved.
+Result<LoadStats> load_weights(CudaDriver& driver, const fb::Program& program, const DeviceLayout& layout,
+                               DeviceBuffer& weights, const std::string& model_dir,
+                               std::optional<uint64_t> synthetic_seed, const LoadOptions& options);
+
+// Fills the tables (DeviceWeight entries pointing into `weights`) on `stream` and waits for it.
+Status upload_tables(CudaDriver& driver, const DeviceLayout& layout, const DeviceBuffer& weights, DeviceBuffer& tables,
+                     CUstream stream);
 
 struct DeviceAddresses {
   CUdeviceptr weights = 0, tables = 0, state = 0, arena = 0, statics = 0, errors = 0;

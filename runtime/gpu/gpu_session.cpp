@@ -75,7 +75,8 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   }
 
   // Sizes first, then the memory check, then allocations: a plan that cannot fit fails before any.
-  DSV41_ASSIGN_OR_RETURN(DeviceLayout layout, plan_device_layout(file, s->calls_, options.model_dir));
+  DSV41_ASSIGN_OR_RETURN(s->layout_, plan_device_layout(file, s->calls_));
+  const DeviceLayout& layout = s->layout_;
   DSV41_ASSIGN_OR_RETURN(const auto before, driver.memory_info());
   const std::string ledger = ledger_lines(p, layout);
   if (layout.total() > before.first)
@@ -83,8 +84,7 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
                           file.source(), s->rank_, gib(layout.total()), driver.describe_device(), gib(before.first),
                           gib(before.second), ledger);
 
-  const auto load_start = std::chrono::steady_clock::now();
-  DSV41_ASSIGN_OR_RETURN(s->weights_, DeviceBuffer::allocate(driver, layout.weight_bytes));
+  DSV41_ASSIGN_OR_RETURN(s->weights_, DeviceBuffer::allocate(driver, layout.stored.total));
   DSV41_ASSIGN_OR_RETURN(s->tables_, DeviceBuffer::allocate(driver, layout.table_bytes));
   DSV41_ASSIGN_OR_RETURN(s->state_, DeviceBuffer::allocate(driver, layout.state_bytes));
   DSV41_ASSIGN_OR_RETURN(s->arena_, DeviceBuffer::allocate(driver, layout.arena_bytes));
@@ -95,16 +95,17 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   for (DeviceBuffer* b : {&s->state_, &s->arena_, &s->statics_, &s->errors_})
     if (b->bytes() > 0)
       DSV41_TRY(driver.check(driver.cuMemsetD8Async(b->ptr(), 0, b->bytes(), s->stream_), "cuMemsetD8Async(zeroing)"));
-  DSV41_TRY(upload_weights(driver, layout, s->weights_, s->tables_, s->stream_));
-  DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after the weight upload)"));
-  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  DSV41_ASSIGN_OR_RETURN(const LoadStats loaded_stats, load_weights(driver, p, layout, s->weights_, options.model_dir,
+                                                                    options.synthetic_seed, options.load));
+  DSV41_TRY(upload_tables(driver, layout, s->weights_, s->tables_, s->stream_));
+  DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after the weight load)"));
   DSV41_ASSIGN_OR_RETURN(const auto loaded, driver.memory_info());
 
   const DeviceAddresses addresses{s->weights_.ptr(), s->tables_.ptr(), s->state_.ptr(), s->arena_.ptr(),
                                   s->statics_.ptr(), s->errors_.ptr()};
   const auto graph_start = std::chrono::steady_clock::now();
   for (const Phase& phase : s->calls_.phases) {
-    DSV41_ASSIGN_OR_RETURN(PhaseGraphs graphs, bind_phase(driver, *s->launcher_, p, s->calls_, phase, layout, addresses,
+    DSV41_ASSIGN_OR_RETURN(PhaseGraphs graphs, bind_phase(driver, *s->launcher_, p, s->calls_, phase, s->layout_, addresses,
                                                           exchange.host_side() && s->world_ > 1));
     s->graphs_.push_back(std::move(graphs));
   }
@@ -120,10 +121,11 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   s->boot_report_ = fmt::format(
       "rank {}: {}\n{}\n"
       "rank {}: device free {:.3f} GiB before, {:.3f} GiB after allocating (used {:.3f} GiB; allocated {:.3f} GiB); "
-      "weights uploaded in {:.2f} s\n"
+      "weights {} {:.3f} GB in {:.2f} s ({:.2f} GB/s)\n"
       "rank {}: {} graphs for {} phases built in {:.3f} s, {:.3f} GiB of graph memory ({}); free after {:.3f} GiB",
       s->rank_, driver.describe_device(), ledger, s->rank_, gib(before.first), gib(loaded.first),
-      gib(before.first - loaded.first), gib(layout.total()), load_seconds, s->rank_, graph_count,
+      gib(before.first - loaded.first), gib(layout.total()), options.synthetic_seed ? "synthesised" : "read",
+      loaded_stats.bytes / 1e9, loaded_stats.seconds, loaded_stats.gb_per_s(), s->rank_, graph_count,
       s->calls_.phases.size(), graph_seconds, gib(loaded.first > after.first ? loaded.first - after.first : 0),
       s->eager_ ? "--eager: none captured" : (exchange.host_side() && s->world_ > 1 ? "split at host exchanges" : "one per phase"),
       gib(after.first));

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "common/status.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device_exchange.h"
+#include "runtime/gpu/device_layout.h"
 #include "runtime/gpu/kernel_launcher.h"
 #include "runtime/gpu/phase_graphs.h"
 #include "runtime/rank_session.h"
@@ -23,14 +25,17 @@ namespace dsv41::gpu {
 struct GpuSessionOptions {
   std::string model_dir;
   bool eager = false;  // launch every call on each run instead of replaying graphs
+  std::optional<uint64_t> synthetic_seed;  // fill the weights from this seed; no file is read
+  LoadOptions load;    // readers, staging size, progress
 };
 
 class GpuSession final : public RankSession {
  public:
   // On the calling thread, whose current context is the rank's device (CudaDriver::use_device):
   // checks the program's kernels were compiled for this device's arch, creates the stream, loads
-  // every kernel (all resolved before any weight is read), checks the pack, compares what it will
-  // allocate with the device's free memory (refusing a plan that cannot fit), uploads the weights,
+  // every kernel (all resolved before any weight is read), compares what it will allocate with the
+  // device's free memory (refusing a plan that cannot fit), loads the stored weights (or fills them
+  // from the synthetic seed),
   // allocates state (zeroed), arena, statics and error words, and captures the graphs.
   // `exchange` must outlive the session and be shared by all ranks of the world.
   static Result<std::unique_ptr<GpuSession>> create(const ProgramFile& program, const GpuSessionOptions& options,
@@ -64,6 +69,7 @@ class GpuSession final : public RankSession {
   int64_t context_ = 0, vocab_ = 0;
   bool eager_ = false;
   CallLists calls_;
+  DeviceLayout layout_;  // the bindings' CallEnv reads weight formats from it
   CUstream stream_ = nullptr;
   std::unique_ptr<KernelLauncher> launcher_;
   DeviceBuffer weights_, tables_, state_, arena_, statics_, errors_;
