@@ -42,8 +42,12 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   std::unique_ptr<GpuSession> s(new GpuSession(driver, exchange));
   DSV41_ASSIGN_OR_RETURN(ModelConfig config,
                          parse_model_config(p.config_json()->str(), file.source() + ": embedded config.json"));
-  if (config.has_engram())
-    return Status::errorf("{}: Engram layers are not implemented by the runtime yet", file.source());
+  // Engram is not computed by any backend yet (its tables stay on the host, unread). Only a synthetic
+  // boot, whose numbers mean nothing anyway, may go ahead: it measures memory and launches.
+  if (config.has_engram() && !options.synthetic_seed)
+    return Status::errorf("{}: config engram_layer_ids is not empty: Engram is not implemented by the runtime yet "
+                          "(only --synthetic-weights boots such a config, to measure memory and launches)",
+                          file.source());
   s->rank_ = p.rank();
   s->world_ = p.world();
   s->slots_ = p.settings()->slots();
@@ -118,6 +122,7 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   for (const PhaseGraphs& g : s->graphs_) graph_count += g.graph_count();
   for (const Phase& phase : s->calls_.phases) largest_phase = std::max(largest_phase, phase.calls.size());
   s->error_words_.resize(largest_phase);
+  s->measure_ = {layout.total(), before.first, loaded.first, after.first, graph_count, graph_seconds};
   s->boot_report_ = fmt::format(
       "rank {}: {}\n{}\n"
       "rank {}: device free {:.3f} GiB before, {:.3f} GiB after allocating (used {:.3f} GiB; allocated {:.3f} GiB); "

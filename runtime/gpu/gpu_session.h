@@ -56,6 +56,13 @@ class GpuSession final : public RankSession {
 
   // What boot measured and built, several lines (the ledger beside the measured memory, graphs).
   const std::string& boot_report() const { return boot_report_; }
+  struct BootMeasure {
+    uint64_t allocated = 0;                                   // what the session allocated itself
+    uint64_t free_before = 0, free_after_load = 0, free_after_graphs = 0;  // cuMemGetInfo
+    size_t graphs = 0;
+    double graph_seconds = 0;
+  };
+  const BootMeasure& boot_measure() const { return measure_; }
 
  private:
   GpuSession(CudaDriver& driver, DeviceExchange& exchange) : driver_(driver), exchange_(exchange) {}
@@ -76,6 +83,7 @@ class GpuSession final : public RankSession {
   std::vector<PhaseGraphs> graphs_;  // one per phase
   std::vector<int32_t> error_words_;  // host copy, the largest phase's call count
   std::string boot_report_;
+  BootMeasure measure_;
 };
 
 }  // namespace dsv41::gpu

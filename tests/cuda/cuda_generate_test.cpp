@@ -1,4 +1,4 @@
-// tests/gpu/cuda_generate_test.cpp — `generate` on the CUDA backend against the CPU backend, end to end
+// tests/cuda/cuda_generate_test.cpp — `generate` on the CUDA backend against the CPU backend, end to end
 // on the tiny fixture (label gpu; skips without a driver): worlds 1-4 as threads on device 0, both pack
 // formats, a 40-token prompt (the 16-row window wraps, compressed entries outnumber index_topk 8 and
 // the candidate mask is active) and 32 decoded tokens. Check mode (activations f32): logits within
@@ -18,10 +18,10 @@
 #include "compiler/targets.h"
 #include "runtime/generate.h"
 #include "runtime/gpu/cuda_backend.h"
-#include "tests/gpu/gpu_op_device.h"
+#include "tests/cuda/cuda_test_device.h"
 #include "tests/runtime/runtime_fixtures.h"
 
-namespace dsv41::gpu_test {
+namespace dsv41::cuda_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -46,7 +46,7 @@ void plan_world(const fs::path& pack, int world, DType activations, const fs::pa
   options.settings.prefill_rows = {16};
   options.settings.decode_rows = {1};
   options.settings.activations = activations;
-  options.build.cache_dir = env_text("DSV41_CACHE") ? env_text("DSV41_CACHE") : (scratch_dir() / "kernel-cache").string();
+  options.build.cache_dir = kernel_cache_dir();
   fs::create_directories(dir);
   for (int rank = 0; rank < world; ++rank) {
     auto plan = plan_rank(*inputs, options, rank);
@@ -86,10 +86,10 @@ float max_abs(const std::vector<float>& v) {
 class CudaGenerate : public ::testing::Test {
  protected:
   void SetUp() override {
-    setup_ = gpu_setup();
-    if (!setup_.device) GTEST_SKIP() << setup_.skip;
+    device_ = open_test_device();
+    if (!device_.driver) GTEST_SKIP() << device_.skip;
   }
-  GpuSetup setup_;
+  TestDevice device_;
 };
 
 TEST_F(CudaGenerate, CheckModeMatchesTheCpuAtEveryStepAndGraphsEqualEager) {
@@ -271,5 +271,31 @@ TEST_F(CudaGenerate, AKernelErrorWordFailsTheRunNamingPhaseCallAndOp) {
   EXPECT_TRUE(again.is_ok()) << again.message();
 }
 
+// --synthetic-weights: no weight file is read (the pack folder is empty of shards), every phase
+// runs without an error word, and the logits are finite.
+TEST_F(CudaGenerate, SyntheticWeightsBootWithoutTheShardsAndRunCleanly) {
+  test::TempDir dir("cuda_synthetic");
+  const fs::path& pack = test::tiny_pack("release");
+  plan_world(pack, 2, DType::BF16, dir / "programs");
+  GenerateOptions o = options_for(dir / "programs", dir / "no-shards-here");
+  o.prompt = {5, 6, 7, 8, 9, 10, 300, 301, 1000, 17, 4, 12, 13, 14, 15, 16, 17, 18};  // two prefill segments
+  o.max_tokens = 4;
+  gpu::CudaBackendOptions cuda;
+  cuda.model_dir = o.model_dir;
+  cuda.log = nullptr;
+  cuda.synthetic_seed = 11;
+  o.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
+    DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
+    return std::unique_ptr<Backend>(std::move(backend));
+  };
+  auto result = generate(o);
+  ASSERT_TRUE(result.is_ok()) << result.status().message();
+  ASSERT_EQ(result->tokens.size(), 4u);
+  for (const auto& row : result->logits)
+    for (float v : row) ASSERT_TRUE(std::isfinite(v));
+  std::printf("synthetic weights, world 2: tokens %d %d %d %d, max|logit| %.4f\n", result->tokens[0], result->tokens[1],
+              result->tokens[2], result->tokens[3], max_abs(result->logits.back()));
+}
+
 }  // namespace
-}  // namespace dsv41::gpu_test
+}  // namespace dsv41::cuda_test

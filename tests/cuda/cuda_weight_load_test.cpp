@@ -1,4 +1,4 @@
-// tests/gpu/cuda_weight_load_test.cpp — the stored-weight loader into device memory (pinned staging,
+// tests/cuda/cuda_weight_load_test.cpp — the stored-weight loader into device memory (pinned staging,
 // async copies; runtime/gpu/device_sink.h) lands the same bytes as the host sink (label gpu; skips
 // without a driver). Prints the load's GB/s.
 #include <gtest/gtest.h>
@@ -6,16 +6,16 @@
 #include "common/program_calls.h"
 #include "runtime/gpu/device_sink.h"
 #include "runtime/gpu/weight_loader.h"
-#include "tests/gpu/gpu_op_device.h"
+#include "tests/cuda/cuda_test_device.h"
 #include "tests/runtime/runtime_fixtures.h"
 
-namespace dsv41::gpu_test {
+namespace dsv41::cuda_test {
 namespace {
 
 TEST(CudaWeightLoad, DeviceSinkLandsTheHostSinksBytes) {
-  const GpuSetup setup = gpu_setup();
-  if (!setup.device) GTEST_SKIP() << setup.skip;
-  gpu::CudaDriver& driver = *setup.device->driver;
+  const TestDevice device = open_test_device();
+  if (!device.driver) GTEST_SKIP() << device.skip;
+  gpu::CudaDriver& driver = *device.driver;
   for (const std::string format : {"release", "bf16"}) {
     SCOPED_TRACE(format);
     const auto& pack = test::tiny_pack(format);
@@ -54,4 +54,4 @@ TEST(CudaWeightLoad, DeviceSinkLandsTheHostSinksBytes) {
 }
 
 }  // namespace
-}  // namespace dsv41::gpu_test
+}  // namespace dsv41::cuda_test

@@ -57,7 +57,7 @@ TEST(SyntheticWeights, DeterministicValidAndBounded) {
         ASSERT_TRUE(std::isfinite(v) && std::fabs(v) <= kSyntheticAmplitude) << name << " value " << i / 4 << ": " << v;
       } else if (dtype == fb::DType::F8_E4M3) {
         const float v = e4m3_to_f32(bytes[i]);
-        ASSERT_TRUE(std::isfinite(v) && std::fabs(v) <= 2.0f) << name << " byte " << i << ": " << v;
+        ASSERT_TRUE(std::isfinite(v) && std::fabs(v) <= 1.875f) << name << " byte " << i << ": " << v;
       } else if (dtype == fb::DType::F8_E8M0) {
         ASSERT_TRUE(bytes[i] >= 120 && bytes[i] <= 127) << name << " byte " << i << ": " << int(bytes[i]);
       }
