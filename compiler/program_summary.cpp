@@ -13,17 +13,23 @@ namespace {
 nlohmann::json span_json(const fb::Span* s) { return nlohmann::json::array({s->begin(), s->end()}); }
 std::string span_text(const fb::Span* s) { return fmt::format("[{}, {})", s->begin(), s->end()); }
 
+// Bytes the rank reads, by rule (the ledger's weight lines are the device's: each tensor aligned).
 struct WeightTotals {
-  uint64_t bytes = 0, ranges = 0;
+  uint64_t bytes = 0, ranges = 0, replicated = 0, split = 0, host = 0;
 };
 
 WeightTotals weight_totals(const fb::Program& p) {
   WeightTotals totals;
-  for (const fb::PlannedTensor* t : *p.weights())
+  for (const fb::PlannedTensor* t : *p.weights()) {
+    uint64_t bytes = 0;
     for (const fb::ByteRun* run : *t->runs()) {
-      totals.bytes += run->length() * run->count();
+      bytes += run->length() * run->count();
       ++totals.ranges;
     }
+    totals.bytes += bytes;
+    (t->host_resident() ? totals.host : t->rule() == fb::SplitRule::Replicated ? totals.replicated : totals.split) +=
+        bytes;
+  }
   return totals;
 }
 
@@ -69,9 +75,9 @@ nlohmann::json program_json(const fb::Program& p) {
        {{"bytes", totals.bytes},
         {"tensors", p.weights()->size()},
         {"ranges", totals.ranges},
-        {"replicated", m->weights_replicated()},
-        {"split", m->weights_split()},
-        {"host", m->weights_host()}}},
+        {"replicated", totals.replicated},
+        {"split", totals.split},
+        {"host", totals.host}}},
       {"memory",
        {{"weights", m->weights_replicated() + m->weights_split()},
         {"state", m->state()},

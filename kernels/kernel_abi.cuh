@@ -118,6 +118,21 @@ __device__ __forceinline__ float weight_at(Weight w, long long row, long long co
     return __fmul_rn(code, e8m0_to_float(w.scales[i >> 5]));
   }
 }
+// FP8 elements col0 .. col0 + 3 of one row from one 4-byte load of their codes and one scale (4
+// never cross a 32-element scale block). Needs cols and col0 multiples of 4 (the row start is then
+// 4-byte aligned: device tensors are 256-aligned). Same bits as weight_at.
+constexpr int kFp8Vector = 4;
+template <int FMT>
+__device__ __forceinline__ void fp8_weight_vec(Weight w, long long row, long long col0, long long cols, float* v) {
+  static_assert(FMT == WF_FP8_TILE32 || FMT == WF_FP8_ROW32, "fp8_weight_vec reads FP8 codes");
+  const long long i = row * cols + col0;
+  const unsigned q = *reinterpret_cast<const unsigned*>(static_cast<const unsigned char*>(w.data) + i);
+  const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((cols + 31) >> 5) + (col0 >> 5) : i >> 5;
+  const float s = e8m0_to_float(w.scales[si]);
+#pragma unroll
+  for (int k = 0; k < kFp8Vector; ++k) v[k] = __fmul_rn(e4m3_to_float((q >> (8 * k)) & 0xFFu), s);
+}
+
 // Element i of a weight vector (or a row-major matrix read flat): unscaled formats only.
 template <int FMT>
 __device__ __forceinline__ float weight_at(Weight w, long long i) {

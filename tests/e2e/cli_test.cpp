@@ -100,7 +100,10 @@ TEST(Cli, TinyWorld3PlansAndInspectsEveryRank) {
     EXPECT_GT(w["tensors"].get<uint64_t>(), 100u);
     EXPECT_GE(w["ranges"].get<uint64_t>(), w["tensors"].get<uint64_t>());
     EXPECT_EQ(w["bytes"].get<uint64_t>(), w["replicated"].get<uint64_t>() + w["split"].get<uint64_t>() + w["host"].get<uint64_t>());
-    EXPECT_EQ(m["weights"].get<uint64_t>(), w["replicated"].get<uint64_t>() + w["split"].get<uint64_t>());
+    // The device holds what it reads, each stored tensor rounded up to 256 bytes.
+    const uint64_t read = w["replicated"].get<uint64_t>() + w["split"].get<uint64_t>();
+    EXPECT_GE(m["weights"].get<uint64_t>(), read);
+    EXPECT_LE(m["weights"].get<uint64_t>(), read + 255 * w["tensors"].get<uint64_t>());
     EXPECT_EQ(m["total"].get<uint64_t>(),
               m["weights"].get<uint64_t>() + m["state"].get<uint64_t>() + m["activations"].get<uint64_t>());
     EXPECT_GT(m["state"].get<uint64_t>(), 0u);

@@ -108,6 +108,10 @@ CallEnv call_env(const CallSite& site) {
     if (i < 0 || i >= static_cast<int64_t>(weights->tensors.size())) return {};
     return weights->tensors[i].local_shape;
   };
+  env.weight_format = [weights](int64_t i) -> std::optional<WeightFormat> {
+    if (i < 0 || i >= static_cast<int64_t>(weights->tensors.size())) return std::nullopt;
+    return weight_format_of(weights->tensors[i].encoding, weights->tensors[i].dtype);
+  };
   return env;
 }
 
@@ -140,12 +144,17 @@ Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, c
     DSV41_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::from_host(d, bytes.data(), bytes.size()));
     state.emplace(index, std::move(buffer));
   }
-  std::map<const HostTensor*, CUdeviceptr> tensors;
-  auto tensor_ptr = [&](const HostTensor* t) -> Result<CUdeviceptr> {
+  // Weights go up in their stored bytes (and scales), never as fp32: the kernels dequantize.
+  std::map<const HostTensor*, gpu::DeviceWeight> tensors;
+  auto tensor_ptr = [&](const HostTensor* t) -> Result<gpu::DeviceWeight> {
     if (auto it = tensors.find(t); it != tensors.end()) return it->second;
-    DSV41_ASSIGN_OR_RETURN(CUdeviceptr ptr, upload(t->values.data(), t->values.size() * 4));
-    tensors[t] = ptr;
-    return ptr;
+    gpu::DeviceWeight w;
+    DSV41_ASSIGN_OR_RETURN(w.data, upload(t->stored.data(), t->stored.size()));
+    if (!t->scales.empty()) {
+      DSV41_ASSIGN_OR_RETURN(w.scales, upload(t->scales.data(), t->scales.size()));
+    }
+    tensors[t] = w;
+    return w;
   };
   for (const Arg& a : call.args) {
     switch (a.kind) {
@@ -160,12 +169,12 @@ Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, c
         break;
       }
       case ArgKind::WeightList: {
-        std::vector<CUdeviceptr> ptrs;
+        std::vector<gpu::DeviceWeight> entries;  // kernels/kernel_abi.cuh's Weight, one per listed weight
         for (const HostTensor* t : in.lists.at(a.name)) {
-          DSV41_ASSIGN_OR_RETURN(CUdeviceptr ptr, tensor_ptr(t));
-          ptrs.push_back(ptr);
+          DSV41_ASSIGN_OR_RETURN(gpu::DeviceWeight w, tensor_ptr(t));
+          entries.push_back(w);
         }
-        DSV41_ASSIGN_OR_RETURN(b.weight_lists[a.name], upload(ptrs.data(), ptrs.size() * sizeof(CUdeviceptr)));
+        DSV41_ASSIGN_OR_RETURN(b.weight_lists[a.name], upload(entries.data(), entries.size() * sizeof(gpu::DeviceWeight)));
         break;
       }
       case ArgKind::IntList: {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/numeric_formats.h"
+#include "compiler/synth_encode.h"
 #include "tests/gpu/gpu_op_values.h"
 
 namespace dsv41::gpu_test {
@@ -19,6 +20,23 @@ constexpr uint64_t kListBudgetBytes = 64ull << 20;  // a WeightList above this s
 constexpr int kPoolSize = 4;
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// A weight of `t`'s encoding: random values (weight_values) encoded into stored bytes and scales as
+// a pack stores them, then dequantized back as the CPU backend does at load.
+std::unique_ptr<HostTensor> make_weight(Rng& rng, const Call& call, const std::string& arg, const PlannedTensor& t,
+                                        std::string name) {
+  auto w = std::make_unique<HostTensor>();
+  w->name = std::move(name);
+  w->shape = fp32_shape(t);
+  w->encoding = t.encoding;
+  w->dtype = t.dtype;
+  const std::vector<float> raw = weight_values(rng, call, arg, w->shape);
+  const int64_t rows = w->shape.size() == 2 ? w->shape[0] : 1, cols = w->shape.back();
+  encode_rows(t.encoding, t.dtype, raw.data(), rows, cols, w->stored, w->scales);
+  w->values.resize(raw.size());
+  dequantize(t.encoding, t.dtype, w->stored.data(), w->scales.data(), rows, cols, w->values.data());
+  return w;
+}
 
 // The scratch / state arguments an op writes (docs/ops.md).
 std::vector<std::string> written_args(const Call& call) {
@@ -242,28 +260,25 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
     if (a.kind == ArgKind::Weight) {
       if (in.weights.count(a.ints[0])) continue;
       const PlannedTensor& t = site.weights->tensors.at(a.ints[0]);
-      auto w = std::make_unique<HostTensor>();
-      w->name = t.name;
-      w->shape = fp32_shape(t);
-      w->values = weight_values(rng, call, a.name, w->shape);
-      in.weights[a.ints[0]] = std::move(w);
+      in.weights[a.ints[0]] = make_weight(rng, call, a.name, t, t.name);
     } else if (a.kind == ArgKind::WeightList) {
       if (a.ints.empty()) return Status::errorf("op {}: weight list {} is empty", call.op, a.name);
       const std::vector<int64_t> shape = fp32_shape(site.weights->tensors.at(a.ints[0]));
-      for (int64_t i : a.ints)
-        if (fp32_shape(site.weights->tensors.at(i)) != shape)
-          return Status::errorf("op {}: weight list {} mixes shapes ({} differs from the first)", call.op, a.name,
-                                site.weights->tensors.at(i).name);
+      const PlannedTensor& first = site.weights->tensors.at(a.ints[0]);
+      for (int64_t i : a.ints) {
+        const PlannedTensor& t = site.weights->tensors.at(i);
+        if (fp32_shape(t) != shape || t.encoding != first.encoding || t.dtype != first.dtype)
+          return Status::errorf("op {}: weight list {} mixes shapes or formats ({} differs from the first)", call.op,
+                                a.name, t.name);
+      }
       const uint64_t bytes = static_cast<uint64_t>(numel_of(shape)) * 4 * a.ints.size();
       const int64_t count = static_cast<int64_t>(a.ints.size());
       const int64_t pool = bytes <= kListBudgetBytes ? count : std::min<int64_t>(count, kPoolSize);
       const size_t base = in.pool.size();
       for (int64_t p = 0; p < pool; ++p) {
-        auto w = std::make_unique<HostTensor>();
-        w->name = site.weights->tensors.at(a.ints[p]).name + (pool < count ? fmt::format(" (pool {} of {})", p, pool) : "");
-        w->shape = shape;
-        w->values = weight_values(rng, call, a.name, shape);
-        in.pool.push_back(std::move(w));
+        const PlannedTensor& t = site.weights->tensors.at(a.ints[p]);
+        in.pool.push_back(
+            make_weight(rng, call, a.name, t, t.name + (pool < count ? fmt::format(" (pool {} of {})", p, pool) : "")));
       }
       std::vector<const HostTensor*>& list = in.lists[a.name];
       for (int64_t e = 0; e < count; ++e) list.push_back(in.pool[base + static_cast<size_t>(e % pool)].get());

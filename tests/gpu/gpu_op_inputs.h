@@ -32,11 +32,18 @@ struct CallSite {
   std::map<int64_t, int64_t> cache_ratio;
 };
 
-// An fp32 weight in the rank's local shape.
+// A weight of the rank's local shape in two forms: its stored bytes (what the GPU kernel reads: the
+// pack's format, codes plus UE8M0 scales where the format has them) and those bytes dequantized
+// by the CPU backend's own path (common/numeric_formats.h dequantize, as runtime/cpu/weight_store
+// does at load): what the CPU op reads.
 struct HostTensor {
   std::string name;
-  std::vector<int64_t> shape;
-  std::vector<float> values;
+  std::vector<int64_t> shape;  // logical (fp32) shape: FP4 holds two values a stored byte
+  Encoding encoding = Encoding::Plain;
+  DType dtype = DType::F32;      // the stored weight's dtype
+  std::vector<uint8_t> stored;   // local share, row-major, as the weight plan's runs concatenate it
+  std::vector<uint8_t> scales;   // its scale tensor's local share (empty when unscaled)
+  std::vector<float> values;     // dequantized
 };
 
 // A state argument: `slots` copies of the buffer, `stride` bytes apart (slot 0 first).
@@ -79,7 +86,8 @@ struct CallInputs {
 // Builds valid random inputs for `site` from `seed`: statics of 1-3 sequences (distinct slots,
 // consecutive positions, a few inactive rows), positions keeping every cache index below its
 // capacity, I32 inputs in range (expert ids, selections, candidate blocks), random state for every
-// slot, fp32 weights of the local shape, outputs poisoned with 0xFF (shared_expert's accumulator and
+// slot, weights of the local shape in their stored formats (random values quantized by the pack's
+// encoder, so codes are valid and scales sane) and their CPU dequantization, outputs poisoned with 0xFF (shared_expert's accumulator and
 // in-place outputs start random instead). A failure names what could not be built.
 Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed);
 

@@ -1,14 +1,16 @@
 // tests/gpu/gpu_op_test.cpp — every kernel variant the planner binds, checked against the CPU op on
 // the same bytes (ctest label "gpu": `ctest -LE gpu` leaves it out; without a driver it skips).
 //
-// Flow: header-only packs of the tiny fixture (bf16) and of the release config are synthesised
+// Flow: header-only packs of the tiny fixture (in both pack formats: bf16, and the release formats
+// FP8 32x32 tiles / FP4 rows of 32 with UE8M0 scales) and of the release config are synthesised
 // in-process; their call lists are emitted and bound to kernels for target h200 (as
 // compiler/aot_needs.cpp does): tiny worlds 1-4, every rank, activations bf16 and f32; release world
 // 4, ranks 0 and 2, the heavy ops of the largest decode phase of at most 16 rows. Each distinct
 // variant key keeps one representative call (the smallest phase of at most 64 rows for the tiny, the
 // fewest weight elements), the variants are compiled with NVRTC (cache: $DSV41_CACHE or the test's
 // temp folder), and each call runs on random valid inputs (tests/gpu/gpu_op_inputs.h) on the CPU and
-// on the GPU from identical bytes; every buffer the op writes is compared (tolerances in
+// on the GPU from identical bytes (weights: the GPU gets the stored codes and scales, the CPU op the
+// same bytes dequantized by the CPU backend's path); every buffer the op writes is compared (tolerances in
 // gpu_op_compare.h: bf16 |g−c| ≤ 2e-2·|c| + 1e-3·max|c|, f32 ≤ 1e-3·|c| + 1e-4·max|c|, I32
 // identical) and the call's error word must be 0.
 //
@@ -49,6 +51,12 @@ using gpu::KernelLauncher;
 
 constexpr int64_t kTinyMaxRows = 64;    // tiny: the largest phase of at most this many rows represents a key
 constexpr int64_t kReleaseMaxRows = 16; // release: the largest decode phase of at most this many rows
+// Floors on what a run checks, so that no test passes empty or loses a weight format unnoticed
+// (measured 2026-11-30: see docs/perf.md; a planner change that lowers them must say why).
+constexpr int kTinyMinVariants = 134;        // both pack formats, worlds 1-4, activations bf16 and f32
+constexpr int kTinyMinQuantized = 34;        // of which read an fp8_tile32 or fp4_row32 weight
+constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2
+constexpr int kReleaseMinQuantized = 7;
 const std::set<std::string> kReleaseOps = {"moe_experts", "shared_expert", "sparse_attention", "index_select",
                                            "compress",    "linear",        "hc_mix",           "router"};
 
@@ -133,6 +141,14 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
   }
 }
 
+// Variants among `cases` whose key reads a weight in a scaled (FP8 / FP4) format.
+int quantized_keys(const std::map<std::string, Case>& cases) {
+  int n = 0;
+  for (const auto& [key, c] : cases)
+    n += key.find("=fp8_tile32") != std::string::npos || key.find("=fp4_row32") != std::string::npos;
+  return n;
+}
+
 // Compiles the cases' variants, then checks each. Returns how many were checked.
 int check_cases(const std::map<std::string, Case>& cases, const Target& target, const Device* device) {
   std::vector<const Case*> list;
@@ -165,8 +181,8 @@ void report_without_kernel(const std::set<std::string>& ops) {
 // The tiny fixture's variants at worlds 1-4 (activations bf16 and f32), one call each: the call of
 // the largest phase of at most kTinyMaxRows rows (more rows, more sequences per step; else the
 // smallest phase), then the one reading the fewest weight elements.
-void collect_tiny(const ModelInputs& inputs, const Target& target, std::map<std::string, Case>& cases,
-                  std::set<std::string>& without_kernel) {
+void collect_tiny(const ModelInputs& inputs, const std::string& pack, const Target& target,
+                  std::map<std::string, Case>& cases, std::set<std::string>& without_kernel) {
   auto better = [](const Case& a, const Case& b) {
     auto rank_rows = [](int64_t rows) { return rows <= kTinyMaxRows ? -rows : rows; };
     const int64_t ra = rank_rows(a.lists->calls.phases[a.phase].rows), rb = rank_rows(b.lists->calls.phases[b.phase].rows);
@@ -185,8 +201,8 @@ void collect_tiny(const ModelInputs& inputs, const Target& target, std::map<std:
     settings.activations = activations;
     for (int world = 1; world <= 4; ++world)
       for (int rank = 0; rank < world; ++rank) {
-        auto r = plan_lists(inputs, fmt::format("tiny act={}", dtype_name(activations)), world, rank, settings, target,
-                            without_kernel);
+        auto r = plan_lists(inputs, fmt::format("tiny {} pack act={}", pack, dtype_name(activations)), world, rank,
+                            settings, target, without_kernel);
         ASSERT_TRUE(r.is_ok()) << "tiny world " << world << " rank " << rank << ": " << r.status().message();
         std::vector<size_t> phases((*r)->calls.phases.size());
         std::iota(phases.begin(), phases.end(), size_t{0});
@@ -195,17 +211,29 @@ void collect_tiny(const ModelInputs& inputs, const Target& target, std::map<std:
   }
 }
 
+// Both pack formats: the weight format is part of the key, so the release-format pack adds the
+// native FP8 / FP4 variants of every op that reads a Linear or expert weight.
 TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  auto inputs = synth_inputs("dsv41-tiny", SynthFormat::BF16, 1);
-  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
   std::map<std::string, Case> cases;
   std::set<std::string> without_kernel;
-  collect_tiny(*inputs, s.target, cases, without_kernel);
+  for (SynthFormat format : {SynthFormat::BF16, SynthFormat::Release}) {
+    auto inputs = synth_inputs("dsv41-tiny", format, 1);
+    ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+    collect_tiny(*inputs, format == SynthFormat::BF16 ? "bf16" : "release-format", s.target, cases, without_kernel);
+  }
   report_without_kernel(without_kernel);
-  std::printf("tiny: %zu distinct variants\n", cases.size());
-  counts().tiny += check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  const int quantized = quantized_keys(cases);
+  std::printf("tiny: %zu distinct variants, %d reading FP8/FP4 weights\n", cases.size(), quantized);
+  const bool filtered = env_text("DSV41_GPU_FILTER") != nullptr;
+  if (!filtered) {
+    EXPECT_GE(static_cast<int>(cases.size()), kTinyMinVariants);
+    EXPECT_GE(quantized, kTinyMinQuantized);
+  }
+  const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  if (!filtered) EXPECT_GE(checked, kTinyMinVariants) << "variants that did not compile or load were not checked";
+  counts().tiny += checked;
 }
 
 // Bad statics never reach memory: every active row names a slot the state buffers do not have; each
@@ -219,7 +247,7 @@ TEST(GpuOps, AStaticsSlotBeyondTheStateIsRefusedAndNothingIsWritten) {
   ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
   std::map<std::string, Case> all, cases;
   std::set<std::string> without_kernel;
-  collect_tiny(*inputs, s.target, all, without_kernel);
+  collect_tiny(*inputs, "bf16", s.target, all, without_kernel);
   for (const auto& [key, c] : all)
     for (const char* op : {"window_store", "compress", "index_select", "sparse_attention"})
       if (key.rfind(std::string(op) + "{", 0) == 0) cases.emplace(key, c);
@@ -272,8 +300,16 @@ TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
     collect(cases, *r, {best}, &kReleaseOps, better);
   }
   report_without_kernel(without_kernel);
-  std::printf("release: %zu distinct variants of the heavy ops\n", cases.size());
-  counts().release += check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  const int quantized = quantized_keys(cases);
+  std::printf("release: %zu distinct variants of the heavy ops, %d reading FP8/FP4 weights\n", cases.size(), quantized);
+  const bool filtered = env_text("DSV41_GPU_FILTER") != nullptr;
+  if (!filtered) {
+    EXPECT_GE(static_cast<int>(cases.size()), kReleaseMinVariants);
+    EXPECT_GE(quantized, kReleaseMinQuantized);
+  }
+  const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  if (!filtered) EXPECT_GE(checked, kReleaseMinVariants) << "variants that did not compile or load were not checked";
+  counts().release += checked;
 }
 
 }  // namespace
