@@ -1,10 +1,11 @@
-// runtime/generate.cpp — loads a world's programs, runs one CpuSession per rank on its own thread, prefills, decodes greedily.
+// runtime/generate.cpp — loads a world's programs, runs one RankSession per rank on its own thread, prefills, decodes greedily.
 #include "runtime/generate.h"
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <fmt/ranges.h>
@@ -30,6 +31,45 @@ struct Steps {
   int64_t vocab = 0;
 };
 
+// The CPU backend as a Backend: each rank a CpuSession, one in-process exchange.
+class CpuRankSession final : public RankSession {
+ public:
+  explicit CpuRankSession(std::unique_ptr<cpu::CpuSession> session) : session_(std::move(session)) {}
+  int rank() const override { return session_->rank(); }
+  const std::vector<Phase>& phases() const override { return session_->phases(); }
+  const Phase* find_phase(const std::string& name) const override { return session_->find_phase(name); }
+  Status run(const Phase& phase, const std::vector<int32_t>& statics) override { return session_->run(phase, statics); }
+  Status read_logits(const Phase& phase, int64_t first_row, int64_t rows, float* out) override {
+    DSV41_ASSIGN_OR_RETURN(cpu::TensorView view, session_->output(phase, "logits"));
+    const int64_t vocab = session_->config().vocab_size;
+    if (view.dtype != DType::F32 || view.numel() != phase.rows * vocab)
+      return Status::errorf("phase {}: logits buffer is {} [{}], expected F32 [{}, {}]", phase.name,
+                            dtype_name(view.dtype), fmt::join(view.shape, ", "), phase.rows, vocab);
+    if (first_row < 0 || rows < 0 || first_row + rows > phase.rows)
+      return Status::errorf("phase {}: logits rows [{}, {}) outside 0..{}", phase.name, first_row, first_row + rows, phase.rows);
+    std::memcpy(out, view.data + first_row * vocab * 4, static_cast<size_t>(rows * vocab) * 4);
+    return Status::ok();
+  }
+  void reset_slot(int slot) override { session_->reset_slot(slot); }
+
+ private:
+  std::unique_ptr<cpu::CpuSession> session_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(int world, std::string model_dir) : exchange_(world), model_dir_(std::move(model_dir)) {}
+  Result<std::unique_ptr<RankSession>> create(const ProgramFile& program) override {
+    DSV41_ASSIGN_OR_RETURN(auto session, cpu::CpuSession::create(program, model_dir_, exchange_));
+    return std::unique_ptr<RankSession>(std::make_unique<CpuRankSession>(std::move(session)));
+  }
+  void abort(const std::string& reason) override { exchange_.abort(reason); }
+
+ private:
+  InProcessExchange exchange_;
+  std::string model_dir_;
+};
+
 // The rank number in a "rank{N}.fb" file name, or -1.
 int rank_of_file_name(const std::string& name) {
   if (name.size() < 8 || name.rfind("rank", 0) != 0 || name.substr(name.size() - 3) != ".fb") return -1;
@@ -39,7 +79,7 @@ int rank_of_file_name(const std::string& name) {
   return std::stoi(digits);
 }
 
-Result<const Phase*> phase_named(const cpu::CpuSession& session, const std::string& name, int64_t rows,
+Result<const Phase*> phase_named(const RankSession& session, const std::string& name, int64_t rows,
                                  const std::string& source) {
   const Phase* phase = session.find_phase(name);
   if (!phase) {
@@ -54,21 +94,16 @@ Result<const Phase*> phase_named(const cpu::CpuSession& session, const std::stri
 }
 
 // Row `row` of the phase's "logits" buffer, F32 [rows, vocab].
-Result<std::vector<float>> logits_row(cpu::CpuSession& session, const Phase& phase, int64_t row, int64_t vocab) {
-  DSV41_ASSIGN_OR_RETURN(cpu::TensorView view, session.output(phase, "logits"));
-  if (view.dtype != DType::F32 || view.numel() != phase.rows * vocab)
-    return Status::errorf("phase {}: logits buffer is {} [{}], expected F32 [{}, {}]", phase.name,
-                          dtype_name(view.dtype), fmt::join(view.shape, ", "), phase.rows, vocab);
+Result<std::vector<float>> logits_row(RankSession& session, const Phase& phase, int64_t row, int64_t vocab) {
   std::vector<float> out(static_cast<size_t>(vocab));
-  std::memcpy(out.data(), view.data + row * vocab * 4, out.size() * 4);
+  DSV41_TRY(session.read_logits(phase, row, 1, out.data()));
   return out;
 }
 
 // One rank's whole generation. Every rank runs exactly the same phases in the same order, so the
 // collectives inside them pair up; only rank 0 keeps logits.
-Status run_rank(const ProgramFile& program, const Steps& steps, InProcessExchange& exchange, GenerateResult& out) {
-  DSV41_ASSIGN_OR_RETURN(auto session, cpu::CpuSession::create(program, steps.model_dir, exchange));
-  if (exchange.aborted()) return Status::error("stopped: another rank failed");
+Status run_rank(const ProgramFile& program, const Steps& steps, Backend& backend, GenerateResult& out) {
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<RankSession> session, backend.create(program));
   const bool keep_logits = session->rank() == 0;
   DSV41_ASSIGN_OR_RETURN(const Phase* prefill, phase_named(*session, steps.prefill_phase, steps.segment_rows,
                                                            program.source()));
@@ -210,7 +245,14 @@ Result<GenerateResult> generate(const GenerateOptions& options) {
   DSV41_ASSIGN_OR_RETURN(std::vector<ProgramFile> programs, load_world_programs(options.program_dir));
   DSV41_ASSIGN_OR_RETURN(const Steps steps, plan_steps(options, programs[0]));
   const int world = static_cast<int>(programs.size());
-  InProcessExchange exchange(world);
+  std::unique_ptr<Backend> backend;
+  if (options.backend) {
+    DSV41_ASSIGN_OR_RETURN(backend, options.backend(world));
+  } else {
+    backend = std::make_unique<CpuBackend>(world, options.model_dir);
+  }
+  std::mutex failure_mutex;
+  std::string first_failure;
   std::vector<GenerateResult> results(world);
   std::vector<Status> statuses(world);
   std::vector<std::thread> threads;
@@ -218,18 +260,25 @@ Result<GenerateResult> generate(const GenerateOptions& options) {
     threads.emplace_back([&, rank] {
       Status status;
       try {
-        status = run_rank(programs[rank], steps, exchange, results[rank]);
+        status = run_rank(programs[rank], steps, *backend, results[rank]);
       } catch (const std::exception& e) {
         status = Status::errorf("threw: {}", e.what());
       }
       // The first failure aborts the exchange, waking every rank blocked in a collective; its
       // message is the one reported. Ranks that fail because of the abort add nothing.
-      if (!status.is_ok()) exchange.abort(fmt::format("rank {}: {}", rank, status.message()));
+      if (!status.is_ok()) {
+        const std::string reason = fmt::format("rank {}: {}", rank, status.message());
+        {
+          std::lock_guard lock(failure_mutex);
+          if (first_failure.empty()) first_failure = reason;
+        }
+        backend->abort(reason);
+      }
       statuses[rank] = status;
     });
   for (std::thread& t : threads) t.join();
   for (const Status& status : statuses)
-    if (!status.is_ok()) return Status::error(exchange.abort_reason());
+    if (!status.is_ok()) return Status::error(first_failure);
   for (int rank = 1; rank < world; ++rank)
     if (results[rank].tokens != results[0].tokens)
       return Status::errorf("rank {} chose tokens [{}] but rank 0 chose [{}]: ranks must hold the same logits (a bug "

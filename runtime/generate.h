@@ -1,12 +1,15 @@
-// runtime/generate.h — greedy generation for one prompt on the CPU backend: every rank a thread, one in-process exchange.
+// runtime/generate.h — greedy generation for one prompt on a backend (CPU by default): every rank a thread.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/program_file.h"
 #include "common/status.h"
+#include "runtime/rank_session.h"
 
 namespace dsv41 {
 
@@ -17,6 +20,8 @@ struct GenerateOptions {
   int64_t segment_rows = 0;  // 0: the first planned prefill size; 1: token by token through decode.r1
   bool stop_at_eos = true;
   bool all_logits = false;
+  // Makes the world's backend (world = the number of programs); empty: the CPU backend.
+  std::function<Result<std::unique_ptr<Backend>>(int world)> backend;
 };
 
 struct GenerateResult {

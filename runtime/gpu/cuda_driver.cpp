@@ -56,6 +56,22 @@ Result<CudaDriver*> CudaDriver::load() {
   resolve(library, "cuLaunchKernel", d->cuLaunchKernel, missing);
   resolve(library, "cuGetErrorString", d->cuGetErrorString, missing);
   resolve(library, "cuGetErrorName", d->cuGetErrorName, missing);
+  resolve(library, "cuMemGetInfo_v2", d->cuMemGetInfo, missing);
+  resolve(library, "cuMemcpyHtoDAsync_v2", d->cuMemcpyHtoDAsync, missing);
+  resolve(library, "cuMemcpyDtoHAsync_v2", d->cuMemcpyDtoHAsync, missing);
+  resolve(library, "cuMemsetD8Async", d->cuMemsetD8Async, missing);
+  resolve(library, "cuMemHostAlloc", d->cuMemHostAlloc, missing);
+  resolve(library, "cuMemFreeHost", d->cuMemFreeHost, missing);
+  resolve(library, "cuStreamCreate", d->cuStreamCreate, missing);
+  resolve(library, "cuStreamDestroy_v2", d->cuStreamDestroy, missing);
+  resolve(library, "cuStreamSynchronize", d->cuStreamSynchronize, missing);
+  resolve(library, "cuStreamBeginCapture_v2", d->cuStreamBeginCapture, missing);
+  resolve(library, "cuStreamEndCapture", d->cuStreamEndCapture, missing);
+  resolve(library, "cuGraphInstantiateWithFlags", d->cuGraphInstantiate, missing);
+  resolve(library, "cuGraphLaunch", d->cuGraphLaunch, missing);
+  resolve(library, "cuGraphExecDestroy", d->cuGraphExecDestroy, missing);
+  resolve(library, "cuGraphDestroy", d->cuGraphDestroy, missing);
+  resolve(library, "cuCtxGetCurrent", d->cuCtxGetCurrent, missing);
   if (!missing.empty()) {
     dlclose(library);
     delete d;
@@ -127,6 +143,12 @@ std::string CudaDriver::describe_device() const {
 }
 
 Status CudaDriver::synchronize() const { return check(cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+Result<std::pair<size_t, size_t>> CudaDriver::memory_info() const {
+  size_t free = 0, total = 0;
+  DSV41_TRY(check(cuMemGetInfo(&free, &total), "cuMemGetInfo_v2"));
+  return std::make_pair(free, total);
+}
 
 // ---- DeviceBuffer ----
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/status.h"
 
@@ -35,6 +36,8 @@ class CudaDriver {
   // cuDeviceGetAttribute of the current device.
   Result<int> attribute(CUdevice_attribute attribute) const;
   Status synchronize() const;
+  // cuMemGetInfo of the current context: {free, total} bytes.
+  Result<std::pair<size_t, size_t>> memory_info() const;
 
   // OK, or an error "<call>: <CUDA_ERROR_NAME>: <description>" (call may carry its arguments).
   Status check(CUresult result, std::string_view call) const;
@@ -62,6 +65,23 @@ class CudaDriver {
   decltype(&::cuLaunchKernel) cuLaunchKernel = nullptr;
   decltype(&::cuGetErrorString) cuGetErrorString = nullptr;
   decltype(&::cuGetErrorName) cuGetErrorName = nullptr;
+  // Streams, graphs, free memory and pinned host memory (the device session, runtime/gpu/gpu_session.h).
+  decltype(&::cuMemGetInfo) cuMemGetInfo = nullptr;                // cuMemGetInfo_v2
+  decltype(&::cuMemcpyHtoDAsync) cuMemcpyHtoDAsync = nullptr;      // cuMemcpyHtoDAsync_v2
+  decltype(&::cuMemcpyDtoHAsync) cuMemcpyDtoHAsync = nullptr;      // cuMemcpyDtoHAsync_v2
+  decltype(&::cuMemsetD8Async) cuMemsetD8Async = nullptr;
+  decltype(&::cuMemHostAlloc) cuMemHostAlloc = nullptr;
+  decltype(&::cuMemFreeHost) cuMemFreeHost = nullptr;
+  decltype(&::cuStreamCreate) cuStreamCreate = nullptr;
+  decltype(&::cuStreamDestroy) cuStreamDestroy = nullptr;          // cuStreamDestroy_v2
+  decltype(&::cuStreamSynchronize) cuStreamSynchronize = nullptr;
+  decltype(&::cuStreamBeginCapture) cuStreamBeginCapture = nullptr;  // cuStreamBeginCapture_v2
+  decltype(&::cuStreamEndCapture) cuStreamEndCapture = nullptr;
+  decltype(&::cuGraphInstantiate) cuGraphInstantiate = nullptr;    // cuGraphInstantiateWithFlags
+  decltype(&::cuGraphLaunch) cuGraphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) cuGraphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) cuGraphDestroy = nullptr;
+  decltype(&::cuCtxGetCurrent) cuCtxGetCurrent = nullptr;
 
  private:
   CudaDriver() = default;

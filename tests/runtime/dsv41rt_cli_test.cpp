@@ -65,7 +65,8 @@ TEST(Dsv41rtCli, ExitCodes) {
   const test::CommandResult cuda = test::run_dsv41rt(
       {"generate", "/nowhere", "--model", "/nowhere", "--prompt-ids", "1", "--max-tokens", "2", "--backend", "cuda"});
   EXPECT_EQ(cuda.exit_code, 1) << cuda.describe();
-  EXPECT_EQ(cuda.err, "dsv41-rt: error: --backend cuda: the CUDA backend is not built yet; use --backend cpu\n");
+  // The programs are read before the driver is opened (without a driver: "libcuda.so.1: not found").
+  EXPECT_EQ(cuda.err, "dsv41-rt: error: /nowhere: not a folder of rank*.fb programs\n");
 
   const test::CommandResult missing =
       test::run_dsv41rt({"generate", "/nowhere", "--model", "/nowhere", "--prompt-ids", "1", "--max-tokens", "2"});

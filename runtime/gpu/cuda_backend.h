@@ -1,0 +1,44 @@
+// runtime/gpu/cuda_backend.h — the CUDA Backend: a world whose ranks are threads of this process, all on
+// one GPU (device N), each rank a GpuSession, exchanging through the host-staged exchange.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "runtime/gpu/device_exchange.h"
+#include "runtime/gpu/gpu_session.h"
+#include "runtime/rank_session.h"
+
+namespace dsv41::gpu {
+
+struct CudaBackendOptions {
+  std::string model_dir;
+  int device = 0;          // the CUDA ordinal every rank uses
+  bool eager = false;      // no graphs: launch every call on each run
+  std::FILE* log = stderr; // each rank's boot report and weight-load progress; nullptr: silent
+  std::optional<uint64_t> synthetic_seed;  // --synthetic-weights SEED: no weight file is read
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // Opens the driver and checks the device exists; a machine without one fails here, naming why.
+  static Result<std::unique_ptr<CudaBackend>> open(int world, const CudaBackendOptions& options);
+
+  // On the rank's own thread: makes the device's context current there, then boots the rank.
+  Result<std::unique_ptr<RankSession>> create(const ProgramFile& program) override;
+  void abort(const std::string& reason) override { exchange_->abort(reason); }
+
+ private:
+  CudaBackend(CudaDriver& driver, int world, CudaBackendOptions options)
+      : driver_(driver), options_(std::move(options)), exchange_(std::make_unique<HostStagedExchange>(driver, world)) {}
+  CudaDriver& driver_;
+  CudaBackendOptions options_;
+  std::unique_ptr<HostStagedExchange> exchange_;
+  std::mutex mutex_;       // use_device (the driver records the device it retained) and the log
+  std::mutex boot_mutex_;  // one rank's boot at a time
+};
+
+}  // namespace dsv41::gpu

@@ -1,0 +1,50 @@
+// runtime/gpu/device_exchange.cpp — the host-staged exchange: device → host, the in-process rendezvous, host → device.
+#include "runtime/gpu/device_exchange.h"
+
+#include <numeric>
+
+namespace dsv41::gpu {
+
+Status HostStagedExchange::download(CUdeviceptr x, std::vector<float>& host, CUstream stream) {
+  // Stream-ordered after the rank's work (no legacy-stream copy: other ranks may be capturing).
+  if (!host.empty())
+    DSV41_TRY(driver_.check(driver_.cuMemcpyDtoHAsync(host.data(), x, host.size() * sizeof(float), stream),
+                            fmt::format("cuMemcpyDtoHAsync_v2(exchange input, {} floats)", host.size())));
+  return driver_.check(driver_.cuStreamSynchronize(stream), "cuStreamSynchronize (exchange input)");
+}
+
+Status HostStagedExchange::upload(const std::vector<float>& host, CUdeviceptr out, CUstream stream) {
+  if (host.empty()) return Status::ok();
+  // On the rank's stream (which does not wait for the legacy one), then waited for: the host vector goes on return.
+  DSV41_TRY(driver_.check(driver_.cuMemcpyHtoDAsync(out, host.data(), host.size() * sizeof(float), stream),
+                          fmt::format("cuMemcpyHtoDAsync_v2(exchange output, {} floats)", host.size())));
+  return driver_.check(driver_.cuStreamSynchronize(stream), "cuStreamSynchronize (after an exchange)");
+}
+
+Status HostStagedExchange::sum(int rank, CUdeviceptr x, int64_t n, CUstream stream) {
+  std::vector<float> partial(static_cast<size_t>(n)), total(static_cast<size_t>(n));
+  DSV41_TRY(download(x, partial, stream));
+  try {
+    exchange_.sum(rank, partial.data(), n, total.data());
+  } catch (const ExchangeAborted& e) {
+    return Status::errorf("exchange aborted: {}", e.what());
+  }
+  return upload(total, x, stream);
+}
+
+Status HostStagedExchange::gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths,
+                                  CUdeviceptr out, CUstream stream) {
+  const int64_t total = std::accumulate(widths.begin(), widths.end(), int64_t{0});
+  if (static_cast<int>(widths.size()) != exchange_.world() || rank < 0 || rank >= exchange_.world())
+    return Status::errorf("exchange gather: {} widths for a world of {} (rank {})", widths.size(), exchange_.world(), rank);
+  std::vector<float> local(static_cast<size_t>(rows * widths[rank])), all(static_cast<size_t>(rows * total));
+  DSV41_TRY(download(x, local, stream));
+  try {
+    exchange_.gather(rank, local.data(), rows, widths, all.data());
+  } catch (const ExchangeAborted& e) {
+    return Status::errorf("exchange aborted: {}", e.what());
+  }
+  return upload(all, out, stream);
+}
+
+}  // namespace dsv41::gpu

@@ -1,0 +1,56 @@
+// runtime/gpu/device_exchange.h — the exchanges of the CUDA backend, behind an interface so an NCCL
+// exchange (ranks that are processes) can take the place of the in-process one.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/exchange.h"
+#include "runtime/gpu/cuda_driver.h"
+
+namespace dsv41::gpu {
+
+class DeviceExchange {
+ public:
+  virtual ~DeviceExchange() = default;
+  // Whether the exchange runs on the host between graph segments (it cannot be captured); an
+  // exchange that can be captured (NCCL) returns false and is launched inside the graph.
+  virtual bool host_side() const = 0;
+  // In place: x (F32, n values on `stream`) becomes Σ_ranks x in rank order, the same bits on every rank.
+  virtual Status sum(int rank, CUdeviceptr x, int64_t n, CUstream stream) = 0;
+  // x is F32 [rows, widths[rank]]; out becomes F32 [rows, Σ widths], every rank's columns in rank order.
+  virtual Status gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths, CUdeviceptr out,
+                        CUstream stream) = 0;
+  // Wakes every rank blocked in an exchange; they fail with `reason` (the first reason is kept).
+  virtual void abort(const std::string& reason) = 0;
+};
+
+// Ranks that are threads of one process: each rank copies its partial to the host, the ranks meet in
+// an InProcessExchange (the CPU backend's own rank-ordered sum and gather, so the bits equal the CPU
+// backend's), and each copies the result back. Synchronises `stream` first.
+//
+// Why the host: ranks on one GPU share a context but each replays its own graph on its own stream; a
+// device-side rendezvous between separately launched graphs would need cross-graph events or spin
+// waits, while a host barrier between graph segments is simple and obviously correct. The price is a
+// device-host round trip per exchange (two per layer), which world 1 never pays (no exchange there).
+class HostStagedExchange final : public DeviceExchange {
+ public:
+  HostStagedExchange(CudaDriver& driver, int world) : driver_(driver), exchange_(world) {}
+  bool host_side() const override { return true; }
+  Status sum(int rank, CUdeviceptr x, int64_t n, CUstream stream) override;
+  Status gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths, CUdeviceptr out,
+                CUstream stream) override;
+  void abort(const std::string& reason) override { exchange_.abort(reason); }
+  int world() const { return exchange_.world(); }
+
+ private:
+  Status download(CUdeviceptr x, std::vector<float>& host, CUstream stream);
+  Status upload(const std::vector<float>& host, CUdeviceptr out, CUstream stream);
+  CudaDriver& driver_;
+  InProcessExchange exchange_;
+};
+
+}  // namespace dsv41::gpu

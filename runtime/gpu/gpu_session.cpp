@@ -1,0 +1,230 @@
+// runtime/gpu/gpu_session.cpp — boot of one CUDA rank (arch, kernels, memory check, weights, state, graphs) and its phase runs.
+#include "runtime/gpu/gpu_session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/model_config.h"
+#include "runtime/gpu/device_layout.h"
+
+namespace dsv41::gpu {
+namespace {
+
+const char* error_code_name(int32_t code) {
+  switch (code) {  // kernels/kernel_abi.cuh's error codes
+    case 1: return "ERR_TOKEN (a token outside the embedding table)";
+    case 2: return "ERR_EXPERT (an expert id outside the experts)";
+    case 3: return "ERR_CAPACITY (a cache entry beyond the state buffer)";
+    case 4: return "ERR_SELECTION (a selected entry or candidate block out of range)";
+    case 5: return "ERR_STATICS (inconsistent statics)";
+    default: return "an unknown error code";
+  }
+}
+
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+// "sm_90a" cubins load on compute capability 9.0: the arch without its feature suffix.
+std::string base_arch(std::string arch) {
+  if (!arch.empty() && arch.back() == 'a') arch.pop_back();
+  return arch;
+}
+
+}  // namespace
+
+GpuSession::~GpuSession() {
+  graphs_.clear();  // graphs before the stream and the memory they name
+  if (stream_) (void)driver_.cuStreamDestroy(stream_);
+}
+
+Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, const GpuSessionOptions& options,
+                                                       CudaDriver& driver, DeviceExchange& exchange) {
+  const fb::Program& p = file.program();
+  std::unique_ptr<GpuSession> s(new GpuSession(driver, exchange));
+  DSV41_ASSIGN_OR_RETURN(ModelConfig config,
+                         parse_model_config(p.config_json()->str(), file.source() + ": embedded config.json"));
+  // Engram is not computed by any backend yet (its tables stay on the host, unread). Only a synthetic
+  // boot, whose numbers mean nothing anyway, may go ahead: it measures memory and launches.
+  if (config.has_engram() && !options.synthetic_seed)
+    return Status::errorf("{}: config engram_layer_ids is not empty: Engram is not implemented by the runtime yet "
+                          "(only --synthetic-weights boots such a config, to measure memory and launches)",
+                          file.source());
+  s->rank_ = p.rank();
+  s->world_ = p.world();
+  s->slots_ = p.settings()->slots();
+  s->context_ = p.settings()->context();
+  s->vocab_ = config.vocab_size;
+  s->eager_ = options.eager;
+  auto calls = read_call_lists(p);
+  if (!calls.is_ok()) return calls.status().with_context(file.source());
+  s->calls_ = std::move(calls).value();
+
+  // The device must be the one the kernels were compiled for, before anything is loaded.
+  DSV41_ASSIGN_OR_RETURN(const std::string device_arch, driver.device_arch());
+  const auto* kernels = p.kernels();
+  if (!kernels || kernels->size() == 0)
+    return Status::errorf("{}: no kernels (planned with --target none); plan it with --target h200 for the CUDA backend",
+                          file.source());
+  for (const fb::Kernel* k : *kernels)
+    if (base_arch(k->arch()->str()) != device_arch)
+      return Status::errorf("{}: kernel {} is compiled for {} (target {}), but this device is {}", file.source(),
+                            k->key()->str(), k->arch()->str(), p.target()->str(), driver.describe_device());
+
+  DSV41_TRY(driver.check(driver.cuStreamCreate(&s->stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  s->launcher_ = std::make_unique<KernelLauncher>(driver);
+  for (const fb::Kernel* k : *kernels) {
+    if (!k->cubin() || k->cubin()->size() == 0)
+      return Status::errorf("{}: kernel {} has no cubin", file.source(), k->key()->str());
+    const std::vector<uint8_t> cubin(k->cubin()->begin(), k->cubin()->end());
+    DSV41_TRY(s->launcher_->load(cubin, k->entry()->str(), k->key()->str()).status());
+  }
+
+  // Sizes first, then the memory check, then allocations: a plan that cannot fit fails before any.
+  DSV41_ASSIGN_OR_RETURN(s->layout_, plan_device_layout(file, s->calls_));
+  const DeviceLayout& layout = s->layout_;
+  DSV41_ASSIGN_OR_RETURN(const auto before, driver.memory_info());
+  const std::string ledger = ledger_lines(p, layout);
+  if (layout.total() > before.first)
+    return Status::errorf("{}: rank {} needs {:.2f} GiB of device memory but {} has {:.2f} GiB free of {:.2f} GiB:\n{}",
+                          file.source(), s->rank_, gib(layout.total()), driver.describe_device(), gib(before.first),
+                          gib(before.second), ledger);
+
+  DSV41_ASSIGN_OR_RETURN(s->weights_, DeviceBuffer::allocate(driver, layout.stored.total));
+  DSV41_ASSIGN_OR_RETURN(s->tables_, DeviceBuffer::allocate(driver, layout.table_bytes));
+  DSV41_ASSIGN_OR_RETURN(s->state_, DeviceBuffer::allocate(driver, layout.state_bytes));
+  DSV41_ASSIGN_OR_RETURN(s->arena_, DeviceBuffer::allocate(driver, layout.arena_bytes));
+  DSV41_ASSIGN_OR_RETURN(s->statics_, DeviceBuffer::allocate(driver, layout.statics_bytes));
+  DSV41_ASSIGN_OR_RETURN(s->errors_, DeviceBuffer::allocate(driver, layout.error_bytes));
+  // Everything on the rank's stream, then waited for: a context-wide synchronise is refused while
+  // another rank's thread is capturing.
+  for (DeviceBuffer* b : {&s->state_, &s->arena_, &s->statics_, &s->errors_})
+    if (b->bytes() > 0)
+      DSV41_TRY(driver.check(driver.cuMemsetD8Async(b->ptr(), 0, b->bytes(), s->stream_), "cuMemsetD8Async(zeroing)"));
+  DSV41_ASSIGN_OR_RETURN(const LoadStats loaded_stats, load_weights(driver, p, layout, s->weights_, options.model_dir,
+                                                                    options.synthetic_seed, options.load));
+  DSV41_TRY(upload_tables(driver, layout, s->weights_, s->tables_, s->stream_));
+  DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after the weight load)"));
+  DSV41_ASSIGN_OR_RETURN(const auto loaded, driver.memory_info());
+
+  const DeviceAddresses addresses{s->weights_.ptr(), s->tables_.ptr(), s->state_.ptr(), s->arena_.ptr(),
+                                  s->statics_.ptr(), s->errors_.ptr()};
+  const auto graph_start = std::chrono::steady_clock::now();
+  for (const Phase& phase : s->calls_.phases) {
+    DSV41_ASSIGN_OR_RETURN(PhaseGraphs graphs, bind_phase(driver, *s->launcher_, p, s->calls_, phase, s->layout_, addresses,
+                                                          exchange.host_side() && s->world_ > 1));
+    s->graphs_.push_back(std::move(graphs));
+  }
+  for (PhaseGraphs& graphs : s->graphs_) DSV41_TRY(graphs.build(s->stream_, !s->eager_));
+  DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after graph build)"));
+  const double graph_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - graph_start).count();
+  DSV41_ASSIGN_OR_RETURN(const auto after, driver.memory_info());
+
+  size_t graph_count = 0, largest_phase = 0;
+  for (const PhaseGraphs& g : s->graphs_) graph_count += g.graph_count();
+  for (const Phase& phase : s->calls_.phases) largest_phase = std::max(largest_phase, phase.calls.size());
+  s->error_words_.resize(largest_phase);
+  s->measure_ = {layout.total(), before.first, loaded.first, after.first, graph_count, graph_seconds};
+  s->boot_report_ = fmt::format(
+      "rank {}: {}\n{}\n"
+      "rank {}: device free {:.3f} GiB before, {:.3f} GiB after allocating (used {:.3f} GiB; allocated {:.3f} GiB); "
+      "weights {} {:.3f} GB in {:.2f} s ({:.2f} GB/s)\n"
+      "rank {}: {} graphs for {} phases built in {:.3f} s, {:.3f} GiB of graph memory ({}); free after {:.3f} GiB",
+      s->rank_, driver.describe_device(), ledger, s->rank_, gib(before.first), gib(loaded.first),
+      gib(before.first - loaded.first), gib(layout.total()), options.synthetic_seed ? "synthesised" : "read",
+      loaded_stats.bytes / 1e9, loaded_stats.seconds, loaded_stats.gb_per_s(), s->rank_, graph_count,
+      s->calls_.phases.size(), graph_seconds, gib(loaded.first > after.first ? loaded.first - after.first : 0),
+      s->eager_ ? "--eager: none captured" : (exchange.host_side() && s->world_ > 1 ? "split at host exchanges" : "one per phase"),
+      gib(after.first));
+  return s;
+}
+
+const Phase* GpuSession::find_phase(const std::string& name) const {
+  for (const Phase& phase : calls_.phases)
+    if (phase.name == name) return &phase;
+  return nullptr;
+}
+
+Result<size_t> GpuSession::phase_index(const Phase& phase) const {
+  const auto& phases = calls_.phases;
+  if (!phases.empty() && &phase >= phases.data() && &phase < phases.data() + phases.size())
+    return static_cast<size_t>(&phase - phases.data());
+  return Status::errorf("phase {}: not one of this session's phases (pass a phase from phases() or find_phase())",
+                        phase.name);
+}
+
+Status GpuSession::check_statics(const Phase& phase, const std::vector<int32_t>& statics) const {
+  if (statics.size() != static_cast<size_t>(phase.rows) * kStaticsFields)
+    return Status::errorf("phase {}: statics hold {} values, expected {} rows x {} fields", phase.name, statics.size(),
+                          phase.rows, static_cast<int>(kStaticsFields));
+  for (int64_t row = 0; row < phase.rows; ++row) {
+    const int32_t* r = statics.data() + row * kStaticsFields;
+    if (r[kStaticSlot] < 0) continue;
+    if (r[kStaticSlot] >= slots_ || r[kStaticPosition] < 0 || r[kStaticPosition] >= context_ || r[kStaticToken] < 0 ||
+        r[kStaticToken] >= vocab_)
+      return Status::errorf("phase {}: statics row {}: slot {} (slots {}), position {} (context {}), token {} (vocab {})",
+                            phase.name, row, r[kStaticSlot], slots_, r[kStaticPosition], context_, r[kStaticToken], vocab_);
+  }
+  return Status::ok();
+}
+
+Status GpuSession::check_errors(size_t index) {
+  const Phase& phase = calls_.phases[index];
+  const size_t n = phase.calls.size();
+  DSV41_TRY(errors_.download(error_words_.data(), n * sizeof(int32_t)));
+  for (size_t i = 0; i < n; ++i)
+    if (error_words_[i] != 0)
+      return Status::errorf("phase {} call #{} ({}): the kernel reported error {}: {}", phase.name, i,
+                            phase.calls[i].op, error_words_[i], error_code_name(error_words_[i]));
+  return Status::ok();
+}
+
+Status GpuSession::run(const Phase& phase, const std::vector<int32_t>& statics) {
+  DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
+  DSV41_TRY(check_statics(phase, statics));
+  // On the rank's stream, so the replay that follows reads them (the stream does not wait for the legacy one).
+  DSV41_TRY(driver_.check(driver_.cuMemcpyHtoDAsync(statics_.ptr(), statics.data(), statics.size() * sizeof(int32_t), stream_),
+                          "cuMemcpyHtoDAsync_v2(statics)"));
+  DSV41_TRY(driver_.check(driver_.cuMemsetD8Async(errors_.ptr(), 0, phase.calls.size() * sizeof(int32_t), stream_),
+                          "cuMemsetD8Async(error words)"));
+  DSV41_TRY(graphs_[index].replay(stream_, exchange_, eager_));
+  DSV41_TRY(driver_.check(driver_.cuStreamSynchronize(stream_), fmt::format("cuStreamSynchronize(phase {})", phase.name)));
+  return check_errors(index);
+}
+
+Status GpuSession::read_logits(const Phase& phase, int64_t first_row, int64_t rows, float* out) {
+  DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
+  (void)index;
+  for (const BufferDecl& b : phase.buffers) {
+    if (b.name != "logits") continue;
+    if (b.dtype != DType::F32 || b.bytes != static_cast<uint64_t>(phase.rows * vocab_) * 4)
+      return Status::errorf("phase {}: logits buffer is {} bytes of {}, expected F32 [{}, {}]", phase.name, b.bytes,
+                            dtype_name(b.dtype), phase.rows, vocab_);
+    if (first_row < 0 || rows < 0 || first_row + rows > phase.rows)
+      return Status::errorf("phase {}: logits rows [{}, {}) outside 0..{}", phase.name, first_row, first_row + rows,
+                            phase.rows);
+    return arena_.download(out, static_cast<size_t>(rows * vocab_) * 4, b.offset + static_cast<size_t>(first_row * vocab_) * 4);
+  }
+  return Status::errorf("phase {}: no buffer named \"logits\"", phase.name);
+}
+
+Result<std::vector<uint8_t>> GpuSession::read_buffer(const Phase& phase, const std::string& name) {
+  DSV41_TRY(phase_index(phase).status());
+  for (const BufferDecl& b : phase.buffers) {
+    if (b.name != name) continue;
+    std::vector<uint8_t> out(b.bytes);
+    DSV41_TRY(arena_.download(out.data(), out.size(), b.offset));
+    return out;
+  }
+  return Status::errorf("phase {}: no buffer named \"{}\"", phase.name, name);
+}
+
+void GpuSession::reset_slot(int slot) {
+  DSV41_CHECK(slot >= 0 && slot < slots_);
+  const uint64_t per_slot = calls_.state_bytes_per_slot;
+  if (per_slot == 0) return;
+  Status zeroed = driver_.check(driver_.cuMemsetD8Async(state_.ptr() + slot * per_slot, 0, per_slot, stream_),
+                                "cuMemsetD8Async(slot state)");
+  if (zeroed.is_ok()) zeroed = driver_.check(driver_.cuStreamSynchronize(stream_), "cuStreamSynchronize(slot reset)");
+  DSV41_CHECK(zeroed.is_ok());
+}
+
+}  // namespace dsv41::gpu

@@ -1,0 +1,91 @@
+// runtime/gpu/phase_graphs.cpp — segments split at host-side exchanges, stream capture, replay and eager launches.
+#include "runtime/gpu/phase_graphs.h"
+
+#include <utility>
+
+namespace dsv41::gpu {
+
+PhaseGraphs::~PhaseGraphs() {
+  for (Segment& s : segments_) {
+    if (s.exec) (void)driver_->cuGraphExecDestroy(s.exec);
+    if (s.graph) (void)driver_->cuGraphDestroy(s.graph);
+  }
+}
+
+PhaseGraphs::PhaseGraphs(PhaseGraphs&& other) noexcept
+    : driver_(other.driver_), launcher_(other.launcher_), phase_(other.phase_), env_(std::move(other.env_)),
+      rank_(other.rank_), calls_(std::move(other.calls_)), segments_(std::exchange(other.segments_, {})) {}
+
+std::string PhaseGraphs::where(size_t i) const {
+  return fmt::format("phase {} call #{} ({})", phase_->name, i, calls_[i].call->op);
+}
+
+size_t PhaseGraphs::graph_count() const {
+  size_t n = 0;
+  for (const Segment& s : segments_) n += s.exec != nullptr;
+  return n;
+}
+
+Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream) {
+  for (size_t i = segment.begin; i < segment.end; ++i) {
+    const BoundCall& c = calls_[i];
+    if (!c.launches) continue;
+    const Status launched = launcher_->launch(*c.call, env_, c.bindings, stream);
+    if (!launched.is_ok()) return launched.with_context(where(i));
+  }
+  return Status::ok();
+}
+
+Status PhaseGraphs::build(CUstream stream, bool graphs) {
+  segments_.clear();
+  for (size_t i = 0; i < calls_.size(); ++i)
+    if (i == 0 || calls_[i].host != BoundCall::Host::None) segments_.push_back({i, i});
+  for (size_t s = 0; s < segments_.size(); ++s)
+    segments_[s].end = s + 1 < segments_.size() ? segments_[s + 1].begin : calls_.size();
+  if (!graphs) return Status::ok();
+  for (Segment& s : segments_) {
+    bool any = false;
+    for (size_t i = s.begin; i < s.end; ++i) any |= calls_[i].launches;
+    if (!any) continue;  // a host gather with nothing after it: no graph
+    // Thread-local capture: the other ranks' threads keep making their own (uncaptured) calls meanwhile.
+    DSV41_TRY(driver_->check(driver_->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                             fmt::format("cuStreamBeginCapture_v2(phase {})", phase_->name)));
+    const Status launched = launch_range(s, stream);
+    CUgraph graph = nullptr;
+    const Status ended = driver_->check(driver_->cuStreamEndCapture(stream, &graph),
+                                        fmt::format("cuStreamEndCapture(phase {})", phase_->name));
+    if (!launched.is_ok()) {
+      if (graph) (void)driver_->cuGraphDestroy(graph);
+      return launched;
+    }
+    DSV41_TRY(ended);
+    s.graph = graph;
+    DSV41_TRY(driver_->check(driver_->cuGraphInstantiate(&s.exec, graph, 0),
+                             fmt::format("cuGraphInstantiateWithFlags(phase {}, calls {}..{})", phase_->name, s.begin,
+                                         s.end - 1)));
+  }
+  return Status::ok();
+}
+
+Status PhaseGraphs::host_exchange(const BoundCall& c, CUstream stream, DeviceExchange& exchange) {
+  if (c.host == BoundCall::Host::Sum) return exchange.sum(rank_, c.x, phase_->rows * c.width, stream);
+  return exchange.gather(rank_, c.x, phase_->rows, c.widths, c.out, stream);
+}
+
+Status PhaseGraphs::replay(CUstream stream, DeviceExchange& exchange, bool eager) {
+  for (const Segment& s : segments_) {
+    if (calls_[s.begin].host != BoundCall::Host::None) {
+      const Status exchanged = host_exchange(calls_[s.begin], stream, exchange);
+      if (!exchanged.is_ok()) return exchanged.with_context(where(s.begin));
+    }
+    if (eager) {
+      DSV41_TRY(launch_range(s, stream));
+    } else if (s.exec) {
+      DSV41_TRY(driver_->check(driver_->cuGraphLaunch(s.exec, stream),
+                               fmt::format("cuGraphLaunch(phase {}, calls {}..{})", phase_->name, s.begin, s.end - 1)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace dsv41::gpu

@@ -1,0 +1,75 @@
+// runtime/gpu/phase_graphs.h — one phase's calls bound to device addresses, captured as CUDA graphs
+// (one per stretch between host-side exchanges) and replayed, or launched call by call (eager).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/call_list.h"
+#include "common/kernel_contract.h"
+#include "common/status.h"
+#include "runtime/gpu/cuda_driver.h"
+#include "runtime/gpu/device_exchange.h"
+#include "runtime/gpu/kernel_launcher.h"
+
+namespace dsv41::gpu {
+
+// A call as the device runs it: its kernel's bindings, and the host-side exchange that runs before
+// the kernel when the world's exchange cannot be captured.
+struct BoundCall {
+  enum class Host : uint8_t { None, Sum, Gather };
+  const Call* call = nullptr;
+  LaunchBindings bindings;
+  Host host = Host::None;
+  bool launches = true;            // false: the host gather wrote `out` itself, no kernel follows
+  CUdeviceptr x = 0, out = 0;      // the exchange's buffers
+  int64_t width = 0;               // exchange_sum: floats per row; exchange_gather: this rank's width
+  std::vector<int64_t> widths;     // exchange_gather: every rank's width
+};
+
+// The graphs of one phase. A segment starts at call 0 and at every call with a host-side exchange,
+// so a replay is: [host exchange] graph, [host exchange] graph, ... With an exchange that is
+// captured (world 1 here, NCCL later) a phase is one graph.
+class PhaseGraphs {
+ public:
+  PhaseGraphs(CudaDriver& driver, KernelLauncher& launcher, const Phase& phase, CallEnv env, int rank)
+      : driver_(&driver), launcher_(&launcher), phase_(&phase), env_(std::move(env)), rank_(rank) {}
+  ~PhaseGraphs();
+  PhaseGraphs(PhaseGraphs&& other) noexcept;
+  PhaseGraphs& operator=(PhaseGraphs&&) = delete;
+  PhaseGraphs(const PhaseGraphs&) = delete;
+  PhaseGraphs& operator=(const PhaseGraphs&) = delete;
+
+  // Calls in phase order, one per phase call.
+  void add(BoundCall call) { calls_.push_back(std::move(call)); }
+  // Splits the calls into segments and, with `graphs`, captures each on `stream` (capture does not
+  // execute) and instantiates it.
+  Status build(CUstream stream, bool graphs);
+  // Runs the phase on `stream`: graph replays, or each call launched when `eager` (the same
+  // launches in the same order, so both give the same bits). Host exchanges synchronise `stream`.
+  Status replay(CUstream stream, DeviceExchange& exchange, bool eager);
+  size_t graph_count() const;
+
+ private:
+  struct Segment {
+    size_t begin = 0, end = 0;  // calls [begin, end)
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+  };
+  Status launch_range(const Segment& segment, CUstream stream);
+  Status host_exchange(const BoundCall& call, CUstream stream, DeviceExchange& exchange);
+  std::string where(size_t i) const;
+
+  CudaDriver* driver_;
+  KernelLauncher* launcher_;
+  const Phase* phase_;
+  CallEnv env_;
+  int rank_;
+  std::vector<BoundCall> calls_;
+  std::vector<Segment> segments_;
+};
+
+}  // namespace dsv41::gpu
