@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "runtime/cli/generate_command.h"
+#include "runtime/cli/serve_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -14,6 +15,8 @@ int main(int argc, char** argv) {
   CLI::App* generate = nullptr;
   const dsv41::cli::Runner run_generate = dsv41::cli::add_generate_command(app);
   generate = app.get_subcommand("generate");
+  const dsv41::cli::Runner run_serve = dsv41::cli::add_serve_command(app);
+  CLI::App* serve = app.get_subcommand("serve");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -21,8 +24,8 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (generate->parsed()) {
-      const dsv41::Status status = run_generate();
+    if (generate->parsed() || serve->parsed()) {
+      const dsv41::Status status = generate->parsed() ? run_generate() : run_serve();
       if (!status.is_ok()) {
         std::fprintf(stderr, "dsv41-rt: error: %s\n", status.message().c_str());
         return 1;
