@@ -13,7 +13,7 @@ ReplyPiece Reply::add(const std::vector<TokenEvent>& tokens) {
   for (const TokenEvent& t : tokens) {
     if (stopped_) break;
     ++completion_tokens_;
-    held_ += text_->push(t.id);
+    if (!t.eos) held_ += text_->push(t.id);
     held_tokens_.push_back(t);
     size_t cut = std::string::npos;
     for (const std::string& s : stops_) cut = std::min(cut, held_.find(s));

@@ -20,6 +20,7 @@ struct TokenEvent {
   int32_t id = 0;
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;
+  bool eos = false;  // the end-of-sequence token that finished the request: counted, never shown as text
 };
 
 // The end of a request: "stop" (eos or a stop), "length" (max_tokens), "cancelled" (client gone),

@@ -123,8 +123,9 @@ void Scheduler::take_token(Sequence& s, const std::vector<float>& logits, int64_
   if (s.generated == 1) metrics_.time_to_first_token.observe(std::chrono::duration<double>(now - s.admitted).count());
   else metrics_.inter_token.observe(std::chrono::duration<double>(now - s.last_token).count());
   s.last_token = now;
-  s.stream->push({t.id, t.logprob, t.top});
-  if (!s.request.ignore_eos && t.id == world_.facts().eos) end(s, {"stop", ""});
+  const bool eos = !s.request.ignore_eos && t.id == world_.facts().eos;
+  s.stream->push({t.id, t.logprob, t.top, eos});
+  if (eos) end(s, {"stop", ""});
   else if (s.generated >= s.request.max_tokens) end(s, {"length", ""});
 }
 

@@ -86,9 +86,11 @@ TEST(ServeDrain, AFullHouseQueuesUpToTheBoundThen503) {
   test::TestServer server(config);
   httplib::Client c = server.client();
   std::vector<std::future<int>> running;
+  json shorter = kLong;
+  shorter["max_tokens"] = 30;
   for (int i = 0; i < 5; ++i)  // 4 slots and 1 queued
     running.push_back(std::async(std::launch::async, [&] {
-      auto res = server.client().Post("/v1/completions", kLong.dump(), "application/json");
+      auto res = server.client().Post("/v1/completions", shorter.dump(), "application/json");
       return res ? res->status : -1;
     }));
   wait_busy(c, 4);

@@ -99,7 +99,7 @@ TEST(ServeHttp, StreamingEqualsNonStreaming) {
 TEST(ServeHttp, EightConcurrentRequestsEachEqualItsSoloRun) {
   auto body = [](int i) {
     return json{{"model", "tiny"}, {"prompt", std::vector<int32_t>(static_cast<size_t>(3 + i * 2), 20 + i)},
-                {"max_tokens", 8 + i}, {"temperature", i % 2 ? 0.0 : 1.0}, {"seed", 1000 + i}, {"ignore_eos", true}};
+                {"max_tokens", 4 + i % 4}, {"temperature", i % 2 ? 0.0 : 1.0}, {"seed", 1000 + i}, {"ignore_eos", true}};
   };
   std::vector<std::string> solo;
   for (int i = 0; i < 8; ++i) solo.push_back(post("/v1/completions", body(i))["choices"][0]["text"]);
@@ -119,19 +119,19 @@ TEST(ServeHttp, EightConcurrentRequestsEachEqualItsSoloRun) {
 }
 
 TEST(ServeHttp, SeedsRepeatAndADrawnSeedIsReported) {
-  const json body = {{"model", "tiny"}, {"prompt", {40, 41, 42}}, {"max_tokens", 10}, {"temperature", 1.2}, {"ignore_eos", true}};
+  const json body = {{"model", "tiny"}, {"prompt", {40, 41, 42}}, {"max_tokens", 6}, {"temperature", 1.2}, {"ignore_eos", true}};
   const json first = post("/v1/completions", body);
   ASSERT_TRUE(first.contains("seed"));
   json again = body;
   again["seed"] = first["seed"];
   EXPECT_EQ(post("/v1/completions", again)["choices"][0]["text"], first["choices"][0]["text"]);
   std::set<std::string> texts;
-  for (int seed = 0; seed < 6; ++seed) {
+  for (int seed = 0; seed < 4; ++seed) {
     json b = body;
     b["seed"] = seed;
     texts.insert(post("/v1/completions", b)["choices"][0]["text"].get<std::string>());
   }
-  EXPECT_GT(texts.size(), 1u) << "six seeds at temperature 1.2 gave one text";
+  EXPECT_GT(texts.size(), 1u) << "four seeds at temperature 1.2 gave one text";
 }
 
 TEST(ServeHttp, ADisconnectedStreamFreesItsSlot) {
