@@ -17,7 +17,7 @@ PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libxxhash-dev libspdlog-dev libfmt-dev
-  libgtest-dev libclang-dev
+  libgtest-dev libclang-dev libpcre2-dev
   nodejs
 )
 
