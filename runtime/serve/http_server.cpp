@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <random>
-#include <thread>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -47,7 +46,11 @@ HttpServer::HttpServer(Scheduler& scheduler, Metrics& metrics, const TextCodec& 
   routes();
 }
 
-HttpServer::~HttpServer() = default;
+HttpServer::~HttpServer() {
+  quitting_ = true;
+  std::lock_guard lock(stop_mutex_);
+  if (stop_watch_.joinable()) stop_watch_.join();
+}
 
 Result<int> HttpServer::bind() {
   if (options_.port == 0) {
@@ -71,14 +74,13 @@ void HttpServer::begin_drain() {
   const auto now = Scheduler::Clock::now();
   scheduler_.drain(signals == 1 ? now + std::chrono::seconds(options_.drain_s) : now);
   std::lock_guard lock(stop_mutex_);
-  if (stop_watch_started_) return;
-  stop_watch_started_ = true;
+  if (stop_watch_.joinable()) return;
   // Stops listening once every accepted request has its reply written; httplib's stop() then lets
   // the worker threads finish what they are writing.
-  std::thread([this] {
-    while (!(scheduler_.idle() && in_flight_ == 0)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stop_watch_ = std::thread([this] {
+    while (!quitting_ && !(scheduler_.idle() && in_flight_ == 0)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     stop();
-  }).detach();
+  });
 }
 
 void HttpServer::routes() {

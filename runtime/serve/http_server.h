@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "common/status.h"
 #include "runtime/serve/metrics.h"
@@ -57,7 +58,8 @@ class HttpServer {
   std::atomic<int64_t> in_flight_{0};  // accepted generation requests whose reply is not fully written
   std::atomic<int64_t> next_reply_{1};
   std::mutex stop_mutex_;
-  bool stop_watch_started_ = false;
+  std::thread stop_watch_;  // started by the first begin_drain; joined by the destructor
+  std::atomic<bool> quitting_{false};
 };
 
 }  // namespace dsv41::serve
