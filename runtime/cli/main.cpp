@@ -4,6 +4,7 @@
 
 #include "runtime/cli/generate_command.h"
 #include "runtime/cli/serve_command.h"
+#include "runtime/cli/tokenize_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   generate = app.get_subcommand("generate");
   const dsv41::cli::Runner run_serve = dsv41::cli::add_serve_command(app);
   CLI::App* serve = app.get_subcommand("serve");
+  const dsv41::cli::Runner run_tokenize = dsv41::cli::add_tokenize_command(app);
+  CLI::App* tokenize = app.get_subcommand("tokenize");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -24,8 +27,10 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (generate->parsed() || serve->parsed()) {
-      const dsv41::Status status = generate->parsed() ? run_generate() : run_serve();
+    const dsv41::cli::Runner* chosen = generate->parsed() ? &run_generate : serve->parsed() ? &run_serve
+                                : tokenize->parsed() ? &run_tokenize : nullptr;
+    if (chosen) {
+      const dsv41::Status status = (*chosen)();
       if (!status.is_ok()) {
         std::fprintf(stderr, "dsv41-rt: error: %s\n", status.message().c_str());
         return 1;

@@ -62,7 +62,8 @@ class ReplyParser {
   enum class Stage { reasoning, content, calls, done };
   ReplyDelta drain(bool at_end);
   Stage stage_;
-  std::string buffer_;  // undecided text
+  std::string buffer_;        // undecided text
+  std::string calls_marker_;  // the marker that opened the calls block, to show an unterminated one
   int call_count_ = 0;
 };
 

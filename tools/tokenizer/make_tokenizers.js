@@ -96,7 +96,7 @@ async function goldens(tokenizerPath, label) {
   const lines = [
     `# tokenizer goldens for ${path.relative(root, tokenizerPath)} (${bytes.length} bytes, sha256 ${sha})`,
     `# written by tools/tokenizer/make_tokenizers.js with ${versions}; do not edit by hand.`,
-    '# encode: text (or hex: raw bytes, UTF-8-lossy first) -> ids, and decode(ids); decode: byte tokens -> text.',
+    '# encode: text (or hex: raw bytes, UTF-8-lossy first) -> ids, and decode(ids); random_N: seeded texts; decode: byte tokens -> text.',
   ];
   for (const c of corpus.encode) {
     const text = c.hex !== undefined ? Buffer.from(c.hex, 'hex').toString('utf8') : c.text;
@@ -106,6 +106,10 @@ async function goldens(tokenizerPath, label) {
     if (c.hex !== undefined) entry.hex = c.hex; else entry.text = c.text;
     lines.push(JSON.stringify(entry));
   }
+  for (const [i, text] of randomTexts().entries()) {
+    const ids = (await tk.encode(text, null, { addSpecialTokens: false })).getIds();
+    lines.push(JSON.stringify({ case: `random_${i}`, ids, decoded: await tk.decode(ids, false), text }));
+  }
   for (const c of corpus.decode_bytes) {
     const ids = [...Buffer.from(c.bytes, 'hex')].map((b) => tk.tokenToId(byteChar(b)));
     lines.push(JSON.stringify({ case: c.name, decode_ids: ids, decoded: await tk.decode(ids, false) }));
@@ -113,6 +117,21 @@ async function goldens(tokenizerPath, label) {
   const out = path.join(root, 'fixtures/golden', `tokenizer-${label}.jsonl`);
   fs.writeFileSync(out, lines.join('\n') + '\n');
   console.log(`${path.relative(root, out)}: ${lines.length - 3} cases; ${path.relative(root, tokenizerPath)} ${bytes.length} bytes sha256 ${sha}`);
+}
+
+// Seeded strings over corpus.random.pool: many more contexts for every character class (whitespace
+// kinds next to each other, marks after spaces, markers inside words) than hand-written cases.
+function randomTexts() {
+  const { count, seed, max_pieces: maxPieces, pool } = corpus.random;
+  let state = seed >>> 0;
+  const next = (n) => { state = (Math.imul(state, 1664525) + 1013904223) >>> 0; return state % n; };
+  const texts = [];
+  for (let i = 0; i < count; ++i) {
+    let text = '';
+    for (let k = 1 + next(maxPieces); k > 0; --k) text += pool[next(pool.length)];
+    texts.push(text);
+  }
+  return texts;
 }
 
 function byteChar(b) {
