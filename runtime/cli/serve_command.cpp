@@ -58,9 +58,12 @@ Runner add_serve_command(CLI::App& app) {
       "this process (CPU backend). SIGTERM drains: new requests get 503, running ones get --drain-s seconds.\n"
       "docs/serving.md shows every endpoint.\n\n"
       "Example:\n"
-      "  dsv41-rt serve work/tiny-w4/rank0.fb --model work/dsv41-tiny --port 8000");
+      "  dsv41-rt serve work/tiny-w4/rank0.fb --model work/dsv41-tiny --tokenizer fixtures/dsv41-tiny/tokenizer.json");
   cmd->add_option("PROGRAM", c->program, "rank0.fb of a world (or the folder holding rank0.fb .. rank{W-1}.fb)")->required();
   cmd->add_option("--model", c->model_dir, "the model folder the programs were planned from")->required();
+  cmd->add_option("--tokenizer", c->tokenizer,
+                  "tokenizer.json (default: the model folder's, when present; without one prompts must be token ids "
+                  "and chat is refused)");
   cmd->add_option("--served-model-name", c->model_name, "the model id clients send (default: the model folder's name)");
   cmd->add_option("--host", c->http.host, "address to listen on (loopback by default; 0.0.0.0 for every interface)")
       ->capture_default_str();

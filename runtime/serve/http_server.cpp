@@ -18,7 +18,7 @@ using json = nlohmann::json;
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   if (e.retry_after_s > 0) res.set_header("Retry-After", std::to_string(e.retry_after_s));
-  res.set_content(error_json(e).dump(), "application/json");
+  res.set_content(error_json(e).dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 int64_t unix_now() {

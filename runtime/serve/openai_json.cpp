@@ -63,28 +63,36 @@ json logprobs_json(bool chat, const std::vector<TokenEvent>& tokens, const TextC
   return out;
 }
 
-json reply_json(const ReplyHeader& h, const std::string& text, const json& logprobs, const std::string& finish_reason,
+json reply_json(const ReplyHeader& h, const ReplyText& text, const json& logprobs, const std::string& finish_reason,
                 int64_t prompt_tokens, int64_t completion_tokens) {
   json out = base(h, false);
   json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_or_null(finish_reason)}};
-  if (h.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else choice["text"] = text;
+  if (h.chat) {
+    json message = {{"role", "assistant"}, {"content", text.content}};
+    if (!text.reasoning.empty()) message["reasoning_content"] = text.reasoning;
+    if (!text.tool_calls.empty()) message["tool_calls"] = text.tool_calls;
+    choice["message"] = message;
+  } else {
+    choice["text"] = text.content;
+  }
   out["choices"] = json::array({choice});
   out["usage"] = usage_json(prompt_tokens, completion_tokens);
   return out;
 }
 
-json chunk_json(const ReplyHeader& h, const std::string& text, const json& logprobs, const std::string& finish_reason,
+json chunk_json(const ReplyHeader& h, const ReplyText& text, const json& logprobs, const std::string& finish_reason,
                 bool first) {
   json out = base(h, true);
   json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_or_null(finish_reason)}};
   if (h.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || first) delta["content"] = text;
+    if (!text.content.empty() || first) delta["content"] = text.content;
+    if (!text.reasoning.empty()) delta["reasoning_content"] = text.reasoning;
+    if (!text.tool_calls.empty()) delta["tool_calls"] = text.tool_calls;
     choice["delta"] = delta;
   } else {
-    choice["text"] = text;
+    choice["text"] = text.content;
   }
   out["choices"] = json::array({choice});
   return out;

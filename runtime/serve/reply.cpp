@@ -37,7 +37,9 @@ ReplyPiece Reply::end(const Finish& finish) {
 ReplyPiece Reply::release(bool at_end) {
   ReplyPiece piece;
   // Keep the last longest_stop-1 bytes: they could be the start of a stop string still arriving.
-  const size_t keep = at_end || longest_stop_ == 0 ? 0 : std::min(held_.size(), longest_stop_ - 1);
+  size_t keep = at_end || longest_stop_ == 0 ? 0 : std::min(held_.size(), longest_stop_ - 1);
+  // Never cut inside a UTF-8 sequence: a piece is sent as a JSON string on its own.
+  while (keep < held_.size() && keep > 0 && (static_cast<unsigned char>(held_[held_.size() - keep]) & 0xC0) == 0x80) ++keep;
   piece.text = held_.substr(0, held_.size() - keep);
   held_.erase(0, held_.size() - keep);
   if (keep == 0) piece.tokens = std::move(held_tokens_), held_tokens_.clear();

@@ -138,6 +138,13 @@ ParsedRequest parse(const json& body, bool chat, const RequestLimits& limits, co
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
         refuse("messages", fmt::format("messages[{}]: expected an object with a string role", i));
     }
+    const json* thinking = body.contains("thinking") ? &body["thinking"] : nullptr;
+    if (!thinking && body.contains("chat_template_kwargs") && body["chat_template_kwargs"].is_object() &&
+        body["chat_template_kwargs"].contains("thinking"))
+      thinking = &body["chat_template_kwargs"]["thinking"];
+    if (thinking && !thinking->is_boolean())
+      refuse("thinking", fmt::format("thinking: expected true or false, got {}", type_name(*thinking)));
+    r.thinking = thinking && thinking->get<bool>();
     auto prompt = codec.chat_prompt(body);
     if (!prompt.is_ok()) refuse("messages", prompt.status().message());
     g.prompt = std::move(prompt).value();

@@ -26,6 +26,7 @@ struct ParsedRequest {
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
   bool logprobs = false;  // report each token's logprob (and top_logprobs alternatives)
+  bool thinking = false;  // chat: thinking mode (the reply starts with reasoning)
 };
 
 // `chat`: /v1/chat/completions (messages) rather than /v1/completions (prompt). Without a seed the

@@ -25,7 +25,16 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config)
   if (app->model_name_.empty()) app->model_name_ = "dsv41";
   const int world = static_cast<int>(programs.size());
   DSV41_ASSIGN_OR_RETURN(app->world_, World::start(std::move(programs), std::make_unique<cpu::CpuBackend>(config.model_dir, world)));
-  app->codec_ = ids_only_codec(config.model_dir);
+  std::string tokenizer = config.tokenizer;
+  if (tokenizer.empty() && fs::is_regular_file(fs::path(config.model_dir) / "tokenizer.json", ec))
+    tokenizer = (fs::path(config.model_dir) / "tokenizer.json").string();
+  if (tokenizer.empty()) {
+    app->codec_ = ids_only_codec(config.model_dir);
+  } else {
+    auto codec = tokenizer_codec(tokenizer);
+    if (!codec.is_ok()) return codec.status().with_context("--tokenizer");
+    app->codec_ = std::move(codec).value();
+  }
   app->scheduler_ = std::make_unique<Scheduler>(*app->world_, app->metrics_, config.scheduler);
   const WorldFacts& f = app->world_->facts();
   RequestLimits limits{app->model_name_, f.context, f.vocab, config.default_max_tokens};

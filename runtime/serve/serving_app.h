@@ -17,6 +17,7 @@ struct ServeConfig {
   std::string program;     // rank0.fb (its sibling rank{N}.fb are the other ranks) or the folder holding them
   std::string model_dir;
   std::string model_name;  // the id clients send; empty: the model folder's name
+  std::string tokenizer;   // tokenizer.json; empty: MODEL_DIR/tokenizer.json when present, else ids only
   ServerOptions http;
   SchedulerOptions scheduler;
   int64_t default_max_tokens = 256;  // chat requests without max_tokens

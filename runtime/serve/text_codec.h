@@ -34,6 +34,9 @@ class TextCodec {
   virtual std::string token_text(int32_t id) const = 0;  // one token alone (logprobs)
 };
 
+// The model's tokenizer.json and the DeepSeek-V4.1 chat encoding (runtime/text).
+Result<std::unique_ptr<TextCodec>> tokenizer_codec(const std::string& tokenizer_json);
+
 // Ids only: encode and chat refuse (naming the missing tokenizer), tokens read as "<id> ".
 std::unique_ptr<TextCodec> ids_only_codec(const std::string& model_dir);
 

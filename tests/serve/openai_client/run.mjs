@@ -13,7 +13,7 @@ function check(ok, what) {
 const models = await client.models.list();
 check(models.data.some((m) => m.id === model), `models.list has ${model}: ${JSON.stringify(models.data)}`);
 
-const prompt = [5, 6, 7, 8];
+const prompt = 'The capital of France is';
 const whole = await client.completions.create({ model, prompt, max_tokens: 6, temperature: 0.7, seed: 11 });
 check(whole.choices[0].text.length > 0 && whole.usage.completion_tokens === 6,
   `completions.create: ${JSON.stringify(whole.choices[0].text)}, usage ${JSON.stringify(whole.usage)}`);

@@ -17,7 +17,8 @@ trap cleanup EXIT
 
 "$dsv41c" synth-pack --config "$root/fixtures/dsv41-tiny/config.json" --out "$work/tiny" --format release --seed 7 >/dev/null
 "$dsv41c" plan "$work/tiny" --world 2 --rank all --out "$work/w2" --context 96 --prefill-rows 8 --quiet
-"$dsv41rt" serve "$work/w2/rank0.fb" --model "$work/tiny" --served-model-name tiny --port 0 2>"$work/server.log" &
+"$dsv41rt" serve "$work/w2/rank0.fb" --model "$work/tiny" --tokenizer "$root/fixtures/dsv41-tiny/tokenizer.json" \
+  --served-model-name tiny --port 0 2>"$work/server.log" &
 server=$!
 port=
 for _ in $(seq 1 300); do
@@ -27,9 +28,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [[ -n "$port" ]] || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
-chat=
-[[ -f "$work/tiny/tokenizer.json" ]] && chat=chat
-node "$here/run.mjs" "http://127.0.0.1:$port/v1" tiny $chat
+node "$here/run.mjs" "http://127.0.0.1:$port/v1" tiny chat
 kill -TERM "$server"
 wait "$server"
 status=$?
