@@ -21,20 +21,32 @@ const std::array<std::string, 256>& byte_level_chars() {
 }
 
 std::string byte_level_decode(std::string_view spelling) {
-  static const std::unordered_map<std::string, uint8_t> char_to_byte = [] {
-    std::unordered_map<std::string, uint8_t> m;
-    for (uint32_t b = 0; b < 256; ++b) m.emplace(byte_level_chars()[b], static_cast<uint8_t>(b));
-    return m;
+  // The alphabet's characters are all below U+0144: a table by code point (-1: not in the alphabet).
+  static const std::array<int16_t, 0x200> char_to_byte = [] {
+    std::array<int16_t, 0x200> t;
+    t.fill(-1);
+    uint32_t shifted = 256;
+    for (uint32_t b = 0; b < 256; ++b) {
+      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+      t[printable ? b : shifted++] = static_cast<int16_t>(b);
+    }
+    return t;
   }();
   std::string out;
+  out.reserve(spelling.size());
   size_t pos = 0;
   while (pos < spelling.size()) {
-    size_t bad = 0;
-    const size_t n = utf8_sequence_length(spelling, pos, &bad);
-    if (n == 0) return std::string(spelling);
-    const auto it = char_to_byte.find(std::string(spelling.substr(pos, n)));
-    if (it == char_to_byte.end()) return std::string(spelling);
-    out.push_back(static_cast<char>(it->second));
+    const auto lead = static_cast<uint8_t>(spelling[pos]);
+    uint32_t cp = 0x200;  // anything outside the table
+    size_t n = 1;
+    if (lead < 0x80) {
+      cp = lead;
+    } else if ((lead & 0xE0) == 0xC0 && pos + 1 < spelling.size()) {
+      cp = ((lead & 0x1Fu) << 6) | (static_cast<uint8_t>(spelling[pos + 1]) & 0x3Fu);
+      n = 2;
+    }
+    if (cp >= char_to_byte.size() || char_to_byte[cp] < 0) return std::string(spelling);
+    out.push_back(static_cast<char>(char_to_byte[cp]));
     pos += n;
   }
   return out;
@@ -57,8 +69,12 @@ Result<BpeModel> BpeModel::from_json(const nlohmann::json& model) {
   }
   BpeModel bpe;
   bpe.ignore_merges_ = model.value("ignore_merges", false);
-  bpe.vocab_.reserve(model["vocab"].size());
-  for (const auto& [spelling, id] : model["vocab"].items()) bpe.vocab_.emplace(spelling, id.get<int32_t>());
+  const auto& vocab = model["vocab"].get_ref<const nlohmann::json::object_t&>();
+  bpe.vocab_.reserve(vocab.size());
+  for (const auto& [spelling, id] : vocab) {
+    if (!id.is_number_integer()) return Status::errorf("model.vocab {:?}: id {} is not an integer", spelling, id.dump());
+    bpe.vocab_.emplace(spelling, id.get<int32_t>());
+  }
   for (uint32_t b = 0; b < 256; ++b) {
     const auto it = bpe.vocab_.find(byte_level_chars()[b]);
     bpe.byte_ids_[b] = it == bpe.vocab_.end() ? -1 : it->second;
@@ -66,23 +82,25 @@ Result<BpeModel> BpeModel::from_json(const nlohmann::json& model) {
   const auto& merges = model.at("merges");
   bpe.merges_.reserve(merges.size());
   int32_t rank = 0;
+  std::string merged;  // reused: no allocation per merge
   for (const auto& merge : merges) {
-    std::string left, right;
+    std::string_view left, right;
     if (merge.is_string()) {  // "left right" (tokenizers < 0.20) or ["left", "right"]
-      const std::string& s = merge.get_ref<const std::string&>();
+      const std::string_view s = merge.get_ref<const std::string&>();
       const size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
+      if (space == std::string_view::npos || s.find(' ', space + 1) != std::string_view::npos) {
         return Status::errorf("model.merges[{}] {:?}: expected two tokens separated by one space", rank, s);
       }
       left = s.substr(0, space);
       right = s.substr(space + 1);
-    } else if (merge.is_array() && merge.size() == 2) {
-      left = merge[0].get<std::string>();
-      right = merge[1].get<std::string>();
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      left = merge[0].get_ref<const std::string&>();
+      right = merge[1].get_ref<const std::string&>();
     } else {
       return Status::errorf("model.merges[{}] {}: expected a string or a pair", rank, merge.dump());
     }
-    const auto l = bpe.vocab_.find(left), r = bpe.vocab_.find(right), m = bpe.vocab_.find(left + right);
+    merged.assign(left).append(right);
+    const auto l = bpe.vocab_.find(left), r = bpe.vocab_.find(right), m = bpe.vocab_.find(std::string_view(merged));
     if (l == bpe.vocab_.end() || r == bpe.vocab_.end() || m == bpe.vocab_.end()) {
       return Status::errorf("model.merges[{}] {:?} + {:?}: a part or the merged token is not in model.vocab",
                             rank, left, right);
@@ -97,7 +115,7 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
   if (ignore_merges_) {
     std::string spelling;
     for (const char c : bytes) spelling += byte_level_chars()[static_cast<uint8_t>(c)];
-    if (const auto it = vocab_.find(spelling); it != vocab_.end()) {
+    if (const auto it = vocab_.find(std::string_view(spelling)); it != vocab_.end()) {
       out.push_back(it->second);
       return;
     }

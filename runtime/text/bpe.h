@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,7 +29,13 @@ class BpeModel {
   // (leftmost among equals). A byte with no token is dropped (unk_token is null).
   void encode_piece(std::string_view bytes, std::vector<int32_t>& out) const;
 
-  const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
+  // Byte-level spelling → id; looked up by string_view too (no temporary strings at load).
+  struct SpellingHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Vocab = std::unordered_map<std::string, int32_t, SpellingHash, std::equal_to<>>;
+  const Vocab& vocab() const { return vocab_; }
 
  private:
   struct Merge {
@@ -38,7 +45,7 @@ class BpeModel {
   static uint64_t key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
-  std::unordered_map<std::string, int32_t> vocab_;  // byte-level spelling → id
+  Vocab vocab_;
   std::array<int32_t, 256> byte_ids_{};             // -1 where a byte has no token
   std::unordered_map<uint64_t, Merge> merges_;
   bool ignore_merges_ = false;

@@ -21,7 +21,9 @@ class SplitRegex {
     size_t offset = 0;
     while (offset < text.size()) {
       const int rc = pcre2_match(code_, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
-      if (rc < 0) break;  // no further match (the text was validated, so no UTF error)
+      // No further match. The text was repaired to valid UTF-8, and these patterns backtrack at most
+      // over one run of spaces, far below PCRE2's match limit: no other error is expected here.
+      if (rc < 0) break;
       const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
       const size_t m0 = ovector[0], m1 = ovector[1];
       if (m1 == m0) {  // an empty match yields no piece; step over one character

@@ -118,7 +118,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
 std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
   if (const AddedToken* added = data_->added.find(token)) return added->id;
   const auto& vocab = data_->bpe.vocab();
-  if (const auto it = vocab.find(std::string(token)); it != vocab.end()) return it->second;
+  if (const auto it = vocab.find(token); it != vocab.end()) return it->second;
   return std::nullopt;
 }
 
