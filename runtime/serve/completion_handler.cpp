@@ -5,6 +5,7 @@
 
 #include "runtime/serve/reply.h"
 #include "runtime/text/chat_encoding.h"
+#include "runtime/text/openai_chat.h"
 
 namespace dsv41::serve {
 namespace {
@@ -39,9 +40,11 @@ struct Job {
       delta.tool_calls.insert(delta.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
     }
     ReplyText out{delta.content, delta.reasoning_content, json::array()};
-    for (const text::ToolCall& call : delta.tool_calls)
-      out.tool_calls.push_back({{"index", tool_calls++}, {"id", call.id}, {"type", "function"},
-                                {"function", {{"name", call.name}, {"arguments", call.arguments_json}}}});
+    for (const auto& call : text::tool_calls_to_openai(delta.tool_calls)) {
+      json c = json::parse(call.dump());
+      c["index"] = tool_calls++;  // a stream's deltas number their calls
+      out.tool_calls.push_back(std::move(c));
+    }
     return out;
   }
   std::string finish_reason() const {

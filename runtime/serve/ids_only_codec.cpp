@@ -20,7 +20,7 @@ class IdsOnlyCodec final : public TextCodec {
     return Status::errorf("prompt: text needs a tokenizer, and {} has no tokenizer.json; give the prompt as an array "
                           "of token ids", model_dir_);
   }
-  Result<std::vector<int32_t>> chat_prompt(const nlohmann::json&) const override {
+  Result<ChatPrompt> chat_prompt(const std::string&) const override {
     return Status::errorf("messages: chat needs a tokenizer, and {} has no tokenizer.json; use /v1/completions with "
                           "token ids", model_dir_);
   }

@@ -93,7 +93,8 @@ std::vector<std::string> stops_of(const json& body) {
   return out;
 }
 
-ParsedRequest parse(const json& body, bool chat, const RequestLimits& limits, const TextCodec& codec) {
+ParsedRequest parse(const json& body, const std::string& raw, bool chat, const RequestLimits& limits,
+                    const TextCodec& codec) {
   if (!body.is_object()) refuse("", fmt::format("the request body must be a JSON object, got {}", type_name(body)));
   if (!body.contains("model") || !body["model"].is_string())
     refuse("model", body.contains("model") ? fmt::format("model: expected a string, got {}", type_name(body["model"]))
@@ -138,16 +139,10 @@ ParsedRequest parse(const json& body, bool chat, const RequestLimits& limits, co
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
         refuse("messages", fmt::format("messages[{}]: expected an object with a string role", i));
     }
-    const json* thinking = body.contains("thinking") ? &body["thinking"] : nullptr;
-    if (!thinking && body.contains("chat_template_kwargs") && body["chat_template_kwargs"].is_object() &&
-        body["chat_template_kwargs"].contains("thinking"))
-      thinking = &body["chat_template_kwargs"]["thinking"];
-    if (thinking && !thinking->is_boolean())
-      refuse("thinking", fmt::format("thinking: expected true or false, got {}", type_name(*thinking)));
-    r.thinking = thinking && thinking->get<bool>();
-    auto prompt = codec.chat_prompt(body);
+    auto prompt = codec.chat_prompt(raw);
     if (!prompt.is_ok()) refuse("messages", prompt.status().message());
-    g.prompt = std::move(prompt).value();
+    r.thinking = prompt->thinking;
+    g.prompt = std::move(prompt->ids);
   } else {
     const int64_t logprobs = integer(body, "logprobs", 0, 0, 5);
     r.logprobs = body.contains("logprobs") && !body["logprobs"].is_null();
@@ -168,7 +163,7 @@ std::variant<ParsedRequest, ApiError> parse_request(const std::string& body, boo
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return invalid("", "the request body is not valid JSON");
   try {
-    return parse(parsed, chat, limits, codec);
+    return parse(parsed, body, chat, limits, codec);
   } catch (const Refused& r) {
     return r.error;
   } catch (const json::exception& e) {

@@ -28,8 +28,13 @@ class TextCodec {
   virtual ~TextCodec() = default;
   virtual bool has_tokenizer() const = 0;
   virtual Result<std::vector<int32_t>> encode(const std::string& text) const = 0;
-  // The chat request's messages (validated JSON array) as prompt ids, ready for the assistant.
-  virtual Result<std::vector<int32_t>> chat_prompt(const nlohmann::json& body) const = 0;
+  // The chat request (its raw body: key order matters to the encoding) as prompt ids, ready for the
+  // assistant, and whether the reply starts in thinking mode.
+  struct ChatPrompt {
+    std::vector<int32_t> ids;
+    bool thinking = false;
+  };
+  virtual Result<ChatPrompt> chat_prompt(const std::string& body) const = 0;
   virtual std::unique_ptr<TextStream> stream() const = 0;
   virtual std::string token_text(int32_t id) const = 0;  // one token alone (logprobs)
 };

@@ -18,7 +18,7 @@ class PiecesCodec final : public TextCodec {
  public:
   bool has_tokenizer() const override { return true; }
   Result<std::vector<int32_t>> encode(const std::string&) const override { return Status::error("unused"); }
-  Result<std::vector<int32_t>> chat_prompt(const nlohmann::json&) const override { return Status::error("unused"); }
+  Result<ChatPrompt> chat_prompt(const std::string&) const override { return Status::error("unused"); }
   std::unique_ptr<TextStream> stream() const override { return std::make_unique<PiecesStream>(); }
   std::string token_text(int32_t id) const override { return kPieces[id]; }
 };

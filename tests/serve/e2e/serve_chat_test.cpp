@@ -40,7 +40,23 @@ TEST(ServeChat, StreamedChatEqualsTheWholeReply) {
   EXPECT_TRUE(sse.done);
   EXPECT_EQ(sse.chunks.front()["object"], "chat.completion.chunk");
   EXPECT_EQ(sse.chunks.front()["choices"][0]["delta"]["role"], "assistant");
-  EXPECT_EQ(sse.text, whole["choices"][0]["message"]["content"].get<std::string>());
+  const json& message = whole["choices"][0]["message"];
+  EXPECT_EQ(sse.text, message["content"].get<std::string>());
+  EXPECT_EQ(sse.reasoning, message.value("reasoning_content", std::string()));
+  EXPECT_FALSE(sse.reasoning.empty()) << "thinking is on by default: the reply starts as reasoning";
+}
+
+TEST(ServeChat, WithThinkingDisabledTheReplyIsContent) {
+  const json body = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 6},
+                     {"temperature", 0}, {"ignore_eos", true}, {"thinking", {{"type", "disabled"}}}};
+  const auto [status, text] = post(body);
+  ASSERT_EQ(status, 200) << text;
+  const json message = json::parse(text)["choices"][0]["message"];
+  EXPECT_FALSE(message.contains("reasoning_content")) << text;
+  EXPECT_FALSE(message["content"].get<std::string>().empty()) << text;
+  const auto [bad_status, bad] = post({{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}});
+  EXPECT_EQ(bad_status, 400) << bad;
+  EXPECT_NE(bad.find("messages[0].content[0]"), std::string::npos) << bad;
 }
 
 TEST(ServeChat, ATextPromptIsTokenizedAndAStopStringEndsTheReply) {

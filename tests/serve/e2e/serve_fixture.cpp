@@ -72,6 +72,8 @@ SseReply parse_sse(const std::string& body) {
         const auto& c = chunk["choices"][0];
         if (c.contains("text")) out.text += c["text"].get<std::string>();
         if (c.contains("delta") && c["delta"].contains("content")) out.text += c["delta"]["content"].get<std::string>();
+        if (c.contains("delta") && c["delta"].contains("reasoning_content"))
+          out.reasoning += c["delta"]["reasoning_content"].get<std::string>();
       }
       out.chunks.push_back(std::move(chunk));
     }

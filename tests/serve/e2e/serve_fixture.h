@@ -38,6 +38,7 @@ struct SseReply {
   std::vector<std::string> comments;
   bool done = false;  // ended with data: [DONE]
   std::string text;   // every chunk's text (or delta content) joined
+  std::string reasoning;  // every chat chunk's delta reasoning_content joined
 };
 // Parses a text/event-stream body.
 SseReply parse_sse(const std::string& body);

@@ -25,13 +25,20 @@ check(streamed === whole.choices[0].text, `streamed completion equals the whole 
 
 if (chat === 'chat') {
   const messages = [{ role: 'user', content: 'What is 2 + 2?' }];
+  // Thinking is on by default: the reply is reasoning_content (then content after </think>).
   const reply = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0 });
-  check(reply.choices[0].message.role === 'assistant' && reply.usage.completion_tokens > 0,
+  const message = reply.choices[0].message;
+  const whole = (message.reasoning_content ?? '') + '|' + (message.content ?? '');
+  check(message.role === 'assistant' && reply.usage.completion_tokens === 8 && whole.length > 1,
     `chat.completions.create: ${JSON.stringify(reply.choices[0])}`);
-  let text = '';
+  let reasoning = '';
+  let content = '';
   const chatStream = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0, stream: true });
-  for await (const chunk of chatStream) text += chunk.choices[0]?.delta?.content ?? '';
-  check(text === reply.choices[0].message.content, `streamed chat equals the whole reply: ${JSON.stringify(text)}`);
+  for await (const chunk of chatStream) {
+    reasoning += chunk.choices[0]?.delta?.reasoning_content ?? '';
+    content += chunk.choices[0]?.delta?.content ?? '';
+  }
+  check(reasoning + '|' + content === whole, `streamed chat equals the whole reply: ${JSON.stringify(reasoning + '|' + content)}`);
 }
 
 try {
