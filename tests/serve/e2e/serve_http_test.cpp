@@ -1,4 +1,5 @@
 // tests/serve/e2e/serve_http_test.cpp — the server over real sockets: completions, streaming, concurrency, seeds, errors.
+#include <algorithm>
 #include <future>
 #include <sstream>
 
@@ -116,6 +117,10 @@ TEST(ServeHttp, EightConcurrentRequestsEachEqualItsSoloRun) {
       return post("/v1/completions", b)["choices"][0]["text"].get<std::string>();
     }));
   for (int i = 0; i < 8; ++i) EXPECT_EQ(runs[i].get(), solo[i]) << "request " << i;
+  httplib::Client c = shared_server().client();
+  const double batched = std::max(0.0, test::metric(c, "dsv41_phase_runs_total{phase=\"decode.r2\"}")) +
+                         std::max(0.0, test::metric(c, "dsv41_phase_runs_total{phase=\"decode.r4\"}"));
+  EXPECT_GT(batched, 0) << "the concurrent requests never shared a decode round";
 }
 
 TEST(ServeHttp, SeedsRepeatAndADrawnSeedIsReported) {
