@@ -1,18 +1,16 @@
-// runtime/generate.cpp — loads a world's programs, runs one RankSession per rank on its own thread, prefills, decodes greedily.
+// runtime/generate.cpp — loads a world's programs, starts a World of them on a backend (CPU by default), prefills and decodes greedily round by round.
 #include "runtime/generate.h"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include <fmt/ranges.h>
 
 #include "common/model_config.h"
-#include "runtime/cpu/cpu_session.h"
-#include "runtime/exchange.h"
+#include "common/program_calls.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/world.h"
 
 namespace dsv41 {
 namespace {
@@ -31,45 +29,6 @@ struct Steps {
   int64_t vocab = 0;
 };
 
-// The CPU backend as a Backend: each rank a CpuSession, one in-process exchange.
-class CpuRankSession final : public RankSession {
- public:
-  explicit CpuRankSession(std::unique_ptr<cpu::CpuSession> session) : session_(std::move(session)) {}
-  int rank() const override { return session_->rank(); }
-  const std::vector<Phase>& phases() const override { return session_->phases(); }
-  const Phase* find_phase(const std::string& name) const override { return session_->find_phase(name); }
-  Status run(const Phase& phase, const std::vector<int32_t>& statics) override { return session_->run(phase, statics); }
-  Status read_logits(const Phase& phase, int64_t first_row, int64_t rows, float* out) override {
-    DSV41_ASSIGN_OR_RETURN(cpu::TensorView view, session_->output(phase, "logits"));
-    const int64_t vocab = session_->config().vocab_size;
-    if (view.dtype != DType::F32 || view.numel() != phase.rows * vocab)
-      return Status::errorf("phase {}: logits buffer is {} [{}], expected F32 [{}, {}]", phase.name,
-                            dtype_name(view.dtype), fmt::join(view.shape, ", "), phase.rows, vocab);
-    if (first_row < 0 || rows < 0 || first_row + rows > phase.rows)
-      return Status::errorf("phase {}: logits rows [{}, {}) outside 0..{}", phase.name, first_row, first_row + rows, phase.rows);
-    std::memcpy(out, view.data + first_row * vocab * 4, static_cast<size_t>(rows * vocab) * 4);
-    return Status::ok();
-  }
-  void reset_slot(int slot) override { session_->reset_slot(slot); }
-
- private:
-  std::unique_ptr<cpu::CpuSession> session_;
-};
-
-class CpuBackend final : public Backend {
- public:
-  CpuBackend(int world, std::string model_dir) : exchange_(world), model_dir_(std::move(model_dir)) {}
-  Result<std::unique_ptr<RankSession>> create(const ProgramFile& program) override {
-    DSV41_ASSIGN_OR_RETURN(auto session, cpu::CpuSession::create(program, model_dir_, exchange_));
-    return std::unique_ptr<RankSession>(std::make_unique<CpuRankSession>(std::move(session)));
-  }
-  void abort(const std::string& reason) override { exchange_.abort(reason); }
-
- private:
-  InProcessExchange exchange_;
-  std::string model_dir_;
-};
-
 // The rank number in a "rank{N}.fb" file name, or -1.
 int rank_of_file_name(const std::string& name) {
   if (name.size() < 8 || name.rfind("rank", 0) != 0 || name.substr(name.size() - 3) != ".fb") return -1;
@@ -79,74 +38,72 @@ int rank_of_file_name(const std::string& name) {
   return std::stoi(digits);
 }
 
-Result<const Phase*> phase_named(const RankSession& session, const std::string& name, int64_t rows,
-                                 const std::string& source) {
-  const Phase* phase = session.find_phase(name);
-  if (!phase) {
-    std::vector<std::string> names;
-    for (const Phase& p : session.phases()) names.push_back(p.name);
-    return Status::errorf("{}: no phase {} (phases: {})", source, name,
-                          names.empty() ? std::string("none; was it planned without call lists?")
-                                        : fmt::format("{}", fmt::join(names, ", ")));
+// One segment of the prompt (or one decode step) as a round: rows of slot 0 from position `begin`.
+PhaseRun segment_run(const std::string& phase, int64_t rows, const std::vector<int32_t>& tokens, int64_t begin,
+                     bool all_logits) {
+  PhaseRun run{phase, std::vector<int32_t>(static_cast<size_t>(rows * kStaticsFields), 0), {}};
+  const int64_t active = static_cast<int64_t>(tokens.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t* row = run.statics.data() + r * kStaticsFields;
+    if (r < active) {
+      row[kStaticToken] = tokens[r];
+      row[kStaticSlot] = 0;
+      row[kStaticPosition] = static_cast<int32_t>(begin + r);
+    } else {
+      row[kStaticSlot] = -1;  // beyond the prompt: inactive
+    }
+    row[kStaticFirstRow] = 0;  // every row of the segment belongs to the one sequence
   }
-  if (phase->rows != rows) return Status::errorf("{}: phase {} has {} rows, expected {}", source, name, phase->rows, rows);
-  return phase;
+  for (int64_t r = all_logits ? 0 : active - 1; r < active; ++r) run.logits_rows.push_back(static_cast<int32_t>(r));
+  return run;
 }
 
-// Row `row` of the phase's "logits" buffer, F32 [rows, vocab].
-Result<std::vector<float>> logits_row(RankSession& session, const Phase& phase, int64_t row, int64_t vocab) {
-  std::vector<float> out(static_cast<size_t>(vocab));
-  DSV41_TRY(session.read_logits(phase, row, 1, out.data()));
-  return out;
+// A phase the plan needs, named with the phases the program has when missing.
+Status check_phase(const ProgramFile& program, const std::string& name, int64_t rows) {
+  auto calls = read_call_lists(program.program());
+  if (!calls.is_ok()) return calls.status().with_context(program.source());
+  std::vector<std::string> names;
+  for (const Phase& p : calls->phases) {
+    if (p.name == name) {
+      if (p.rows != rows) return Status::errorf("{}: phase {} has {} rows, expected {}", program.source(), name, p.rows, rows);
+      return Status::ok();
+    }
+    names.push_back(p.name);
+  }
+  return Status::errorf("{}: no phase {} (phases: {})", program.source(), name,
+                        names.empty() ? std::string("none; was it planned without call lists?")
+                                      : fmt::format("{}", fmt::join(names, ", ")));
 }
 
-// One rank's whole generation. Every rank runs exactly the same phases in the same order, so the
-// collectives inside them pair up; only rank 0 keeps logits.
-Status run_rank(const ProgramFile& program, const Steps& steps, Backend& backend, GenerateResult& out) {
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<RankSession> session, backend.create(program));
-  const bool keep_logits = session->rank() == 0;
-  DSV41_ASSIGN_OR_RETURN(const Phase* prefill, phase_named(*session, steps.prefill_phase, steps.segment_rows,
-                                                           program.source()));
-  const Phase* decode = nullptr;
-  if (steps.max_tokens > 1) {
-    DSV41_ASSIGN_OR_RETURN(decode, phase_named(*session, "decode.r1", 1, program.source()));
-  }
-  session->reset_slot(0);
-
+// Prefills then decodes greedily, one round per segment or step; rank 0's logits choose each token.
+Status drive(World& world, const Steps& steps, GenerateResult& out) {
   const int64_t prompt_rows = static_cast<int64_t>(steps.prompt.size()), n = steps.segment_rows;
   std::vector<float> last;
+  uint64_t round = 0;
   for (int64_t begin = 0; begin < prompt_rows; begin += n) {
-    std::vector<int32_t> statics(static_cast<size_t>(n * kStaticsFields), 0);
-    const int64_t active = std::min(n, prompt_rows - begin);
-    for (int64_t r = 0; r < n; ++r) {
-      int32_t* row = statics.data() + r * kStaticsFields;
-      if (r < active) {
-        row[kStaticToken] = steps.prompt[begin + r];
-        row[kStaticSlot] = 0;
-        row[kStaticPosition] = static_cast<int32_t>(begin + r);
-      } else {
-        row[kStaticSlot] = -1;  // beyond the prompt: inactive
-      }
-      row[kStaticFirstRow] = 0;  // every row of the segment belongs to the one sequence
-    }
-    DSV41_TRY(session->run(*prefill, statics));
-    for (int64_t r = steps.all_logits && keep_logits ? 0 : active - 1; r < active; ++r) {
-      DSV41_ASSIGN_OR_RETURN(std::vector<float> row, logits_row(*session, *prefill, r, steps.vocab));
-      if (r == active - 1) last = row;
-      if (steps.all_logits && keep_logits) out.logits.push_back(std::move(row));
-    }
+    RoundPlan plan;
+    plan.round = round++;
+    if (begin == 0) plan.reset_slots = {0};
+    const std::vector<int32_t> piece(steps.prompt.begin() + begin,
+                                     steps.prompt.begin() + std::min(prompt_rows, begin + n));
+    plan.runs.push_back(segment_run(steps.prefill_phase, n, piece, begin, steps.all_logits));
+    DSV41_ASSIGN_OR_RETURN(auto rows, world.run(plan));
+    last = rows.back();
+    if (steps.all_logits)
+      for (auto& row : rows) out.logits.push_back(std::move(row));
   }
-  if (!steps.all_logits && keep_logits) out.logits.push_back(last);
+  if (!steps.all_logits) out.logits.push_back(last);
 
   int32_t next = greedy_token(last.data(), steps.vocab);
   for (int64_t position = prompt_rows; steps.max_tokens > 0; ++position) {
     out.tokens.push_back(next);
     if ((steps.stop_at_eos && next == steps.eos) || static_cast<int>(out.tokens.size()) >= steps.max_tokens) break;
-    const std::vector<int32_t> statics = {next, 0, static_cast<int32_t>(position), 0};
-    DSV41_TRY(session->run(*decode, statics));
-    DSV41_ASSIGN_OR_RETURN(std::vector<float> row, logits_row(*session, *decode, 0, steps.vocab));
-    next = greedy_token(row.data(), steps.vocab);
-    if (keep_logits) out.logits.push_back(std::move(row));
+    RoundPlan plan;
+    plan.round = round++;
+    plan.runs.push_back(segment_run("decode.r1", 1, {next}, position, false));
+    DSV41_ASSIGN_OR_RETURN(auto rows, world.run(plan));
+    next = greedy_token(rows[0].data(), steps.vocab);
+    out.logits.push_back(std::move(rows[0]));
   }
   return Status::ok();
 }
@@ -244,47 +201,21 @@ Result<std::vector<ProgramFile>> load_world_programs(const std::string& program_
 Result<GenerateResult> generate(const GenerateOptions& options) {
   DSV41_ASSIGN_OR_RETURN(std::vector<ProgramFile> programs, load_world_programs(options.program_dir));
   DSV41_ASSIGN_OR_RETURN(const Steps steps, plan_steps(options, programs[0]));
-  const int world = static_cast<int>(programs.size());
+  for (const ProgramFile& program : programs) {
+    DSV41_TRY(check_phase(program, steps.prefill_phase, steps.segment_rows));
+    if (steps.max_tokens > 1) DSV41_TRY(check_phase(program, "decode.r1", 1));
+  }
+  const int world_size = static_cast<int>(programs.size());
   std::unique_ptr<Backend> backend;
   if (options.backend) {
-    DSV41_ASSIGN_OR_RETURN(backend, options.backend(world));
+    DSV41_ASSIGN_OR_RETURN(backend, options.backend(world_size));
   } else {
-    backend = std::make_unique<CpuBackend>(world, options.model_dir);
+    backend = std::make_unique<cpu::CpuBackend>(options.model_dir, world_size);
   }
-  std::mutex failure_mutex;
-  std::string first_failure;
-  std::vector<GenerateResult> results(world);
-  std::vector<Status> statuses(world);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank)
-    threads.emplace_back([&, rank] {
-      Status status;
-      try {
-        status = run_rank(programs[rank], steps, *backend, results[rank]);
-      } catch (const std::exception& e) {
-        status = Status::errorf("threw: {}", e.what());
-      }
-      // The first failure aborts the exchange, waking every rank blocked in a collective; its
-      // message is the one reported. Ranks that fail because of the abort add nothing.
-      if (!status.is_ok()) {
-        const std::string reason = fmt::format("rank {}: {}", rank, status.message());
-        {
-          std::lock_guard lock(failure_mutex);
-          if (first_failure.empty()) first_failure = reason;
-        }
-        backend->abort(reason);
-      }
-      statuses[rank] = status;
-    });
-  for (std::thread& t : threads) t.join();
-  for (const Status& status : statuses)
-    if (!status.is_ok()) return Status::error(first_failure);
-  for (int rank = 1; rank < world; ++rank)
-    if (results[rank].tokens != results[0].tokens)
-      return Status::errorf("rank {} chose tokens [{}] but rank 0 chose [{}]: ranks must hold the same logits (a bug "
-                            "in an exchange or an op)", rank, fmt::join(results[rank].tokens, " "),
-                            fmt::join(results[0].tokens, " "));
-  return std::move(results[0]);
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<World> world, World::start(std::move(programs), std::move(backend)));
+  GenerateResult result;
+  DSV41_TRY(drive(*world, steps, result));
+  return result;
 }
 
 }  // namespace dsv41

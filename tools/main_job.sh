@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tools/main_job.sh — sets up and builds, plans the release model at world 4 for h200 (header-only pack,
 # every kernel variant compiled with NVRTC),
-# then plans the tiny model at world 4 and generates a few tokens with the CPU backend (ranks as threads).
+# then plans the tiny model at world 4 and generates a few tokens with the CPU backend (ranks as threads),
+# then serves it (`dsv41-rt serve`), asks one chat question with curl, and stops it with SIGTERM (a drain).
 #
-# Prints each rank's share and memory, then the generated token ids. Everything it writes goes under work/ (gitignored).
+# Prints each rank's share and memory, the generated token ids, then the chat reply. Everything it writes goes under work/ (gitignored).
 # Environment: as tools/setup.sh (DSV41_BUILD_DIR, ...), plus DSV41_WORK_DIR (default work).
 set -euo pipefail
 
@@ -38,5 +39,28 @@ say "plan: tiny model, world 4 (uneven expert and vocabulary splits) -> $work_di
 say "generate: 8 greedy tokens from a 24-token prompt on the CPU backend, 4 ranks as threads"
 "$dsv41rt" generate "$work_dir/tiny-w4" --model "$work_dir/dsv41-tiny" --backend cpu --max-tokens 8 --ignore-eos \
   --prompt-ids 5,17,29,41,53,65,77,89,101,113,125,137,149,161,173,185,197,209,221,233,245,257,269,281
+
+say "serve: the tiny model at world 4 (4 ranks as threads) on a free loopback port"
+"$dsv41rt" serve "$work_dir/tiny-w4/rank0.fb" --model "$work_dir/dsv41-tiny" --tokenizer fixtures/dsv41-tiny/tokenizer.json \
+  --served-model-name dsv41-tiny --port 0 2>"$work_dir/serve.log" &
+server=$!
+port=
+for _ in $(seq 1 600); do
+  port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work_dir/serve.log")
+  [[ -n "$port" ]] && break
+  kill -0 "$server" 2>/dev/null || { cat "$work_dir/serve.log" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -n "$port" ]] || { cat "$work_dir/serve.log" >&2; kill "$server"; exit 1; }
+
+say "curl: one chat request to http://127.0.0.1:$port/v1/chat/completions"
+curl -sS --fail-with-body "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+  -d '{"model": "dsv41-tiny", "messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16, "seed": 1}'
+echo
+
+say "SIGTERM: the server drains and stops"
+kill -TERM "$server"
+wait "$server"
+cat "$work_dir/serve.log"
 
 say "done"

@@ -18,6 +18,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libxxhash-dev libspdlog-dev libfmt-dev
   libgtest-dev libclang-dev libpcre2-dev clang-format
+  nodejs curl
 )
 
 sanitize=0
@@ -52,6 +53,18 @@ else
   "${sudo[@]}" apt-get update -q
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
   say "packages: installed ${#missing[@]}"
+fi
+
+# The openai npm client the serving test runs (tests/serve/openai_client): installed from its lock
+# file, only when node_modules is missing or older than the lock.
+client_dir=tests/serve/openai_client
+if [[ ! -d "$client_dir/node_modules" || "$client_dir/package-lock.json" -nt "$client_dir/node_modules" ]]; then
+  if command -v npm >/dev/null; then
+    say "npm ci in $client_dir"
+    (cd "$client_dir" && npm ci --no-audit --no-fund --loglevel=error) && touch "$client_dir/node_modules"
+  else
+    say "npm is missing: the openai client test (serve_openai_npm_client) will fail until it is installed"
+  fi
 fi
 
 ((build)) || exit 0

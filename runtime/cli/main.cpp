@@ -5,6 +5,7 @@
 #include "common/program_file.h"
 #include "runtime/cli/generate_command.h"
 #include "runtime/cli/launch_command.h"
+#include "runtime/cli/serve_command.h"
 #include "runtime/cli/tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("dsv41-rt (program format {})", dsv41::kProgramFormatVersion));
   const std::vector<dsv41::cli::Subcommand> commands = {
       dsv41::cli::add_subcommand(app, dsv41::cli::add_generate_command),
+      dsv41::cli::add_subcommand(app, dsv41::cli::add_serve_command),
       dsv41::cli::add_subcommand(app, dsv41::cli::add_tokenize_command),
       dsv41::cli::add_subcommand(app, dsv41::cli::add_launch_command)};
   return dsv41::cli::run_subcommands(app, argc, argv, commands, "dsv41-rt");

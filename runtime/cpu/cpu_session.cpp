@@ -207,6 +207,19 @@ Result<TensorView> CpuSession::output(const Phase& phase, const std::string& buf
                         names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
 }
 
+Status CpuSession::read_logits(const Phase& phase, int64_t first_row, int64_t rows, float* out) {
+  DSV41_ASSIGN_OR_RETURN(TensorView view, output(phase, "logits"));
+  const int64_t vocab = config_.vocab_size;
+  if (view.dtype != DType::F32 || view.numel() != phase.rows * vocab)
+    return Status::errorf("phase {}: logits buffer is {} [{}], expected F32 [{}, {}]", phase.name,
+                          dtype_name(view.dtype), fmt::join(view.shape, ", "), phase.rows, vocab);
+  if (first_row < 0 || rows < 0 || first_row + rows > phase.rows)
+    return Status::errorf("phase {}: logits rows [{}, {}) outside the phase's {} rows", phase.name, first_row,
+                          first_row + rows, phase.rows);
+  std::memcpy(out, view.data + first_row * vocab * 4, static_cast<size_t>(rows * vocab) * 4);
+  return Status::ok();
+}
+
 void CpuSession::reset_slot(int slot) {
   DSV41_CHECK(slot >= 0 && slot < slots_);
   const uint64_t per_slot = calls_.state_bytes_per_slot;

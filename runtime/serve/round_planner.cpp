@@ -1,0 +1,85 @@
+// runtime/serve/round_planner.cpp — buckets decode rows (padding rows write nothing), chunks prompts into planned segments.
+#include "runtime/serve/round_planner.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/call_list.h"
+
+namespace dsv41::serve {
+namespace {
+
+void set_row(std::vector<int32_t>& statics, int64_t row, int32_t token, int32_t slot, int64_t position, int64_t first) {
+  int32_t* r = statics.data() + row * kStaticsFields;
+  r[kStaticToken] = token;
+  r[kStaticSlot] = slot;
+  r[kStaticPosition] = static_cast<int32_t>(position);
+  r[kStaticFirstRow] = static_cast<int32_t>(first);
+}
+
+// The smallest planned size holding `n`, or the largest when none does.
+int64_t fitting(const std::vector<int64_t>& sizes, int64_t n) {
+  int64_t best = 0, largest = 0;
+  for (int64_t s : sizes) {
+    largest = std::max(largest, s);
+    if (s >= n && (best == 0 || s < best)) best = s;
+  }
+  return best ? best : largest;
+}
+
+std::vector<int32_t> padded_statics(int64_t rows) {
+  std::vector<int32_t> statics(static_cast<size_t>(rows * kStaticsFields), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    statics[r * kStaticsFields + kStaticSlot] = -1;  // padding: the ops skip it, nothing is written
+    statics[r * kStaticsFields + kStaticFirstRow] = static_cast<int32_t>(r);
+  }
+  return statics;
+}
+
+}  // namespace
+
+PlannedRound plan_round(const PlannerShape& shape, const std::vector<SlotView>& slots, uint64_t round) {
+  PlannedRound out;
+  out.plan.round = round;
+  for (const SlotView& s : slots)
+    if (s.needs_reset) out.plan.reset_slots.push_back(s.slot);
+
+  std::vector<const SlotView*> decoding;
+  for (const SlotView& s : slots)
+    if (s.decoding()) decoding.push_back(&s);
+  for (size_t begin = 0; begin < decoding.size();) {
+    const int64_t remaining = static_cast<int64_t>(decoding.size() - begin);
+    const int64_t rows = fitting(shape.decode_rows, remaining), active = std::min(rows, remaining);
+    PhaseRun run{"decode.r" + std::to_string(rows), padded_statics(rows), {}};
+    for (int64_t r = 0; r < active; ++r) {
+      const SlotView& s = *decoding[begin + r];
+      set_row(run.statics, r, s.next_token, s.slot, s.position, r);
+      run.logits_rows.push_back(static_cast<int32_t>(r));
+      out.owners.push_back({s.id, s.position + 1});
+    }
+    out.padding_rows += rows - active;
+    out.plan.runs.push_back(std::move(run));
+    begin += static_cast<size_t>(active);
+  }
+
+  int segments = 0;
+  for (const SlotView& s : slots) {
+    if (s.decoding() || segments >= shape.prefill_segments || shape.prefill_rows.empty()) continue;
+    const int64_t left = static_cast<int64_t>(s.prompt->size()) - s.prefilled;
+    const int64_t rows = fitting(shape.prefill_rows, left), piece = std::min(rows, left);
+    PhaseRun run{"prefill.n" + std::to_string(rows), padded_statics(rows), {}};
+    for (int64_t r = 0; r < piece; ++r) set_row(run.statics, r, (*s.prompt)[s.prefilled + r], s.slot, s.prefilled + r, 0);
+    for (int64_t r = piece; r < rows; ++r) run.statics[r * kStaticsFields + kStaticFirstRow] = 0;
+    if (s.prefilled + piece == static_cast<int64_t>(s.prompt->size())) {
+      run.logits_rows.push_back(static_cast<int32_t>(piece - 1));  // the prompt's last row chooses the first token
+      out.owners.push_back({s.id, s.prefilled + piece});
+    }
+    out.padding_rows += rows - piece;
+    out.prefilled.emplace_back(s.id, piece);
+    out.plan.runs.push_back(std::move(run));
+    ++segments;
+  }
+  return out;
+}
+
+}  // namespace dsv41::serve
