@@ -1,4 +1,4 @@
-// tests/reference/reference_weights.cpp — loads the unsplit model through PackIndex and its own decoder, checking names and shapes.
+// tests/reference/reference_weights.cpp — the unsplit model at the reference's own shapes, decoded by dtype.
 #include "tests/reference/reference_weights.h"
 
 #include <filesystem>
@@ -6,7 +6,6 @@
 #include <map>
 
 #include "common/pack_index.h"
-#include "common/tensor_inventory.h"
 #include "tests/reference/reference_decode.h"
 #include "tests/reference/reference_wiring.h"
 
@@ -15,74 +14,65 @@ namespace {
 
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
+// Reads tensors by name at the shape the reference's math expects ([out, in] for a matrix), decoding
+// by the stored dtype alone: BF16, F32, F8_E4M3 with a ".scale" of UE8M0 per 32×32 tile, or I8
+// holding FP4 pairs with a ".scale" per 32 of a row. Nothing here comes from common/tensor_inventory:
+// a shape or layout mistake there cannot pass here too.
 class TensorReader {
  public:
-  TensorReader(const ModelConfig& config, PackIndex pack) : pack_(std::move(pack)) {
-    for (auto& t : expected_tensors(config)) expected_.emplace(t.name, std::move(t));
-  }
+  explicit TensorReader(PackIndex pack) : pack_(std::move(pack)) {}
 
-  Result<Matrix> matrix(const std::string& name) {
-    auto it = expected_.find(name);
-    DSV41_CHECK(it != expected_.end());  // the loader asks only for inventory names
-    const ExpectedTensor& want = it->second;
-    const TensorEntry* entry = pack_.find(name);
-    if (!entry) return Status::errorf("{}: missing from the pack in {}", name, pack_.dir());
-    DType plain_dtype = want.plain_dtype;
-    Encoding encoding;
-    DSV41_ASSIGN_OR_RETURN(encoding, encoding_of(want, *entry, plain_dtype));
-    const std::vector<StoredForm> forms = stored_forms(want, encoding);
-    if (entry->shape != forms[0].shape)
-      return Status::errorf("{}: shape {}, expected {} ({} {})", name, shape_text(entry->shape),
-                            shape_text(forms[0].shape), dtype_name(entry->dtype), encoding_name(encoding));
-    std::vector<uint8_t> weight, scale;
-    DSV41_TRY(read_bytes(*entry, weight));
-    if (forms.size() > 1) {
-      const TensorEntry* s = pack_.find(forms[1].name);
-      if (!s) return Status::errorf("{}: missing, {} is stored as {}", forms[1].name, name, dtype_name(entry->dtype));
-      if (s->dtype != forms[1].dtype || s->shape != forms[1].shape)
-        return Status::errorf("{}: {} {}, expected {} {}", s->name, dtype_name(s->dtype), shape_text(s->shape),
-                              dtype_name(forms[1].dtype), shape_text(forms[1].shape));
-      DSV41_TRY(read_bytes(*s, scale));
-    }
-    Matrix m;
-    m.rows = want.shape.size() == 1 ? 1 : want.shape[0];
-    m.cols = want.shape.back();
-    for (size_t d = 1; d + 1 < want.shape.size(); ++d) m.cols *= want.shape[d];
-    m.v = decode_tensor(encoding, plain_dtype == DType::F32, weight, scale, m.rows, m.cols);
-    return m;
+  Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols) {
+    return read(name, rows, cols, {rows, cols});
   }
-
-  Result<Vec> vec(const std::string& name) {
-    Matrix m;
-    DSV41_ASSIGN_OR_RETURN(m, matrix(name));
+  Result<Vec> vec(const std::string& name, int64_t n) {
+    DSV41_ASSIGN_OR_RETURN(Matrix m, read(name, 1, n, {n}));
     return std::move(m.v);
   }
 
  private:
-  // The encoding a stored dtype implies for a tensor of this storage kind.
-  static Result<Encoding> encoding_of(const ExpectedTensor& want, const TensorEntry& entry, DType& plain_dtype) {
-    const DType d = entry.dtype;
-    switch (want.storage) {
-      case StorageKind::Plain:
-        if (d == DType::BF16 || d == DType::F32) {
-          plain_dtype = d;
-          return Encoding::Plain;
-        }
+  Result<Matrix> read(const std::string& name, int64_t rows, int64_t cols, const std::vector<int64_t>& shape) {
+    const TensorEntry* entry = pack_.find(name);
+    if (!entry) return Status::errorf("{}: missing from the pack in {}", name, pack_.dir());
+    Encoding encoding = Encoding::BF16;
+    std::vector<int64_t> stored = shape, scale_shape;
+    switch (entry->dtype) {
+      case DType::BF16:
         break;
-      case StorageKind::Linear:
-        if (d == DType::BF16) return Encoding::BF16;
-        if (d == DType::F8_E4M3) return Encoding::FP8Block;
+      case DType::F32:
+        encoding = Encoding::Plain;
         break;
-      case StorageKind::ExpertLinear:
-        if (d == DType::BF16) return Encoding::BF16;
-        if (d == DType::I8) return Encoding::FP4Rows;
+      case DType::F8_E4M3:
+        encoding = Encoding::FP8Block;
+        scale_shape = {(rows + 31) / 32, (cols + 31) / 32};
         break;
-      case StorageKind::EmbedRows:
-        if (d == DType::BF16) return Encoding::BF16;
-        if (d == DType::F8_E4M3) return Encoding::FP8Rows;
+      case DType::I8:
+        encoding = Encoding::FP4Rows;
+        stored = {rows, cols / 2};
+        scale_shape = {rows, cols / 32};
         break;
+      default:
+        return Status::errorf("{}: dtype {} is not a stored form the reference reads", name, dtype_name(entry->dtype));
     }
-    return Status::errorf("{}: dtype {} is not a stored form of this tensor", want.name, dtype_name(d));
+    if (entry->shape != stored)
+      return Status::errorf("{}: shape {}, the reference expects {} for {}", name, shape_text(entry->shape),
+                            shape_text(stored), dtype_name(entry->dtype));
+    std::vector<uint8_t> weight, scale;
+    DSV41_TRY(read_bytes(*entry, weight));
+    if (!scale_shape.empty()) {
+      const std::string scale_name = name.substr(0, name.rfind(".weight")) + ".scale";
+      const TensorEntry* s = pack_.find(scale_name);
+      if (!s) return Status::errorf("{}: missing, {} is stored as {}", scale_name, name, dtype_name(entry->dtype));
+      if (s->dtype != DType::F8_E8M0 || s->shape != scale_shape)
+        return Status::errorf("{}: {} {}, the reference expects F8_E8M0 {}", scale_name, dtype_name(s->dtype),
+                              shape_text(s->shape), shape_text(scale_shape));
+      DSV41_TRY(read_bytes(*s, scale));
+    }
+    Matrix m;
+    m.rows = rows;
+    m.cols = cols;
+    m.v = decode_tensor(encoding, entry->dtype == DType::F32, weight, scale, rows, cols);
+    return m;
   }
 
   Status read_bytes(const TensorEntry& entry, std::vector<uint8_t>& out) {
@@ -101,58 +91,63 @@ class TensorReader {
   }
 
   PackIndex pack_;
-  std::map<std::string, ExpectedTensor> expected_;
   std::map<int, std::ifstream> files_;
 };
 
-Status load_hc(TensorReader& r, const std::string& prefix, HcWeights& hc) {
-  DSV41_ASSIGN_OR_RETURN(hc.fn, r.matrix(prefix + "_fn"));
-  DSV41_ASSIGN_OR_RETURN(hc.base, r.vec(prefix + "_base"));
-  DSV41_ASSIGN_OR_RETURN(hc.scale, r.vec(prefix + "_scale"));
+Status load_hc(TensorReader& r, const ModelConfig& c, const std::string& prefix, HcWeights& hc) {
+  const int64_t streams = c.hc_mult, mix = (2 + streams) * streams;  // pre | post | comb
+  DSV41_ASSIGN_OR_RETURN(hc.fn, r.matrix(prefix + "_fn", mix, streams * c.hidden_size));
+  DSV41_ASSIGN_OR_RETURN(hc.base, r.vec(prefix + "_base", mix));
+  DSV41_ASSIGN_OR_RETURN(hc.scale, r.vec(prefix + "_scale", 3));
   return Status::ok();
 }
 
-Status load_expert(TensorReader& r, const std::string& prefix, ExpertWeights& e) {
-  DSV41_ASSIGN_OR_RETURN(e.w1, r.matrix(prefix + "w1.weight"));
-  DSV41_ASSIGN_OR_RETURN(e.w2, r.matrix(prefix + "w2.weight"));
-  DSV41_ASSIGN_OR_RETURN(e.w3, r.matrix(prefix + "w3.weight"));
+Status load_expert(TensorReader& r, const ModelConfig& c, const std::string& prefix, ExpertWeights& e) {
+  const int64_t f = c.moe_intermediate_size;
+  DSV41_ASSIGN_OR_RETURN(e.w1, r.matrix(prefix + "w1.weight", f, c.hidden_size));
+  DSV41_ASSIGN_OR_RETURN(e.w2, r.matrix(prefix + "w2.weight", c.hidden_size, f));
+  DSV41_ASSIGN_OR_RETURN(e.w3, r.matrix(prefix + "w3.weight", f, c.hidden_size));
   return Status::ok();
 }
 
 Status load_layer(TensorReader& r, const ModelConfig& c, const LayerWiring& role, int64_t l, LayerWeights& w) {
   const std::string p = "layers." + std::to_string(l) + ".";
-  DSV41_ASSIGN_OR_RETURN(w.wq_a, r.matrix(p + "attn.wq_a.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.q_norm, r.vec(p + "attn.q_norm.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.wq_b, r.matrix(p + "attn.wq_b.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.wkv, r.matrix(p + "attn.wkv.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.kv_norm, r.vec(p + "attn.kv_norm.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.wo_a, r.matrix(p + "attn.wo_a.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.wo_b, r.matrix(p + "attn.wo_b.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.attn_sink, r.vec(p + "attn.attn_sink"));
+  const int64_t d = c.hidden_size, heads = c.num_attention_heads;
+  DSV41_ASSIGN_OR_RETURN(w.wq_a, r.matrix(p + "attn.wq_a.weight", c.q_lora_rank, d));
+  DSV41_ASSIGN_OR_RETURN(w.q_norm, r.vec(p + "attn.q_norm.weight", c.q_lora_rank));
+  DSV41_ASSIGN_OR_RETURN(w.wq_b, r.matrix(p + "attn.wq_b.weight", heads * c.head_dim, c.q_lora_rank));
+  DSV41_ASSIGN_OR_RETURN(w.wkv, r.matrix(p + "attn.wkv.weight", c.head_dim, d));
+  DSV41_ASSIGN_OR_RETURN(w.kv_norm, r.vec(p + "attn.kv_norm.weight", c.head_dim));
+  DSV41_ASSIGN_OR_RETURN(w.wo_a,
+                         r.matrix(p + "attn.wo_a.weight", c.o_groups * c.o_lora_rank, heads * c.head_dim / c.o_groups));
+  DSV41_ASSIGN_OR_RETURN(w.wo_b, r.matrix(p + "attn.wo_b.weight", d, c.o_groups * c.o_lora_rank));
+  DSV41_ASSIGN_OR_RETURN(w.attn_sink, r.vec(p + "attn.attn_sink", heads));
   if (role.kv_source) {
-    DSV41_ASSIGN_OR_RETURN(w.compressor_wkv, r.matrix(p + "attn.compressor.wkv.weight"));
+    DSV41_ASSIGN_OR_RETURN(w.compressor_wkv, r.matrix(p + "attn.compressor.wkv.weight", c.head_dim, d));
     if (role.ratio >= 2) {
-      DSV41_ASSIGN_OR_RETURN(w.compressor_wgate, r.matrix(p + "attn.compressor.wgate.weight"));
+      DSV41_ASSIGN_OR_RETURN(w.compressor_wgate, r.matrix(p + "attn.compressor.wgate.weight", c.head_dim, d));
     }
-    DSV41_ASSIGN_OR_RETURN(w.compressor_norm, r.vec(p + "attn.compressor.norm.weight"));
-    DSV41_ASSIGN_OR_RETURN(w.indexer_wk, r.matrix(p + "attn.indexer.wk.weight"));
-    DSV41_ASSIGN_OR_RETURN(w.indexer_k_norm, r.vec(p + "attn.indexer.k_norm.weight"));
+    DSV41_ASSIGN_OR_RETURN(w.compressor_norm, r.vec(p + "attn.compressor.norm.weight", c.head_dim));
+    DSV41_ASSIGN_OR_RETURN(w.indexer_wk, r.matrix(p + "attn.indexer.wk.weight", c.index_head_dim, c.head_dim));
+    DSV41_ASSIGN_OR_RETURN(w.indexer_k_norm, r.vec(p + "attn.indexer.k_norm.weight", c.index_head_dim));
   }
   if (role.index_source) {
-    DSV41_ASSIGN_OR_RETURN(w.indexer_wq_b, r.matrix(p + "attn.indexer.wq_b.weight"));
-    DSV41_ASSIGN_OR_RETURN(w.indexer_weights_proj, r.matrix(p + "attn.indexer.weights_proj.weight"));
+    DSV41_ASSIGN_OR_RETURN(w.indexer_wq_b,
+                           r.matrix(p + "attn.indexer.wq_b.weight", c.index_n_heads * c.index_head_dim, c.q_lora_rank));
+    DSV41_ASSIGN_OR_RETURN(w.indexer_weights_proj,
+                           r.matrix(p + "attn.indexer.weights_proj.weight", c.index_n_heads, d));
   }
-  DSV41_ASSIGN_OR_RETURN(w.attn_norm, r.vec(p + "attn_norm.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.ffn_norm, r.vec(p + "ffn_norm.weight"));
-  DSV41_TRY(load_hc(r, p + "hc_attn", w.hc_attn));
-  DSV41_TRY(load_hc(r, p + "hc_ffn", w.hc_ffn));
-  DSV41_ASSIGN_OR_RETURN(w.gate, r.matrix(p + "ffn.gate.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.gate_bias, r.vec(p + "ffn.gate.bias"));
+  DSV41_ASSIGN_OR_RETURN(w.attn_norm, r.vec(p + "attn_norm.weight", d));
+  DSV41_ASSIGN_OR_RETURN(w.ffn_norm, r.vec(p + "ffn_norm.weight", d));
+  DSV41_TRY(load_hc(r, c, p + "hc_attn", w.hc_attn));
+  DSV41_TRY(load_hc(r, c, p + "hc_ffn", w.hc_ffn));
+  DSV41_ASSIGN_OR_RETURN(w.gate, r.matrix(p + "ffn.gate.weight", c.n_routed_experts, d));
+  DSV41_ASSIGN_OR_RETURN(w.gate_bias, r.vec(p + "ffn.gate.bias", c.n_routed_experts));
   w.experts.resize(static_cast<size_t>(c.n_routed_experts));
   for (int64_t e = 0; e < c.n_routed_experts; ++e)
-    DSV41_TRY(load_expert(r, p + "ffn.experts." + std::to_string(e) + ".", w.experts[e]));
+    DSV41_TRY(load_expert(r, c, p + "ffn.experts." + std::to_string(e) + ".", w.experts[e]));
   w.has_shared = c.n_shared_experts > 0;
-  if (w.has_shared) DSV41_TRY(load_expert(r, p + "ffn.shared_experts.", w.shared));
+  if (w.has_shared) DSV41_TRY(load_expert(r, c, p + "ffn.shared_experts.", w.shared));
   return Status::ok();
 }
 
@@ -162,11 +157,11 @@ Result<ModelWeights> load_model_weights(const ModelConfig& c, const std::string&
   PackIndex pack;
   DSV41_ASSIGN_OR_RETURN(pack, PackIndex::open(model_dir));
   DSV41_TRY(pack.check_data_present());
-  TensorReader r(c, std::move(pack));
+  TensorReader r(std::move(pack));
   ModelWeights w;
-  DSV41_ASSIGN_OR_RETURN(w.embed, r.matrix("embed.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.head, r.matrix("head.weight"));
-  DSV41_ASSIGN_OR_RETURN(w.norm, r.vec("norm.weight"));
+  DSV41_ASSIGN_OR_RETURN(w.embed, r.matrix("embed.weight", c.vocab_size, c.hidden_size));
+  DSV41_ASSIGN_OR_RETURN(w.head, r.matrix("head.weight", c.vocab_size, c.hidden_size));
+  DSV41_ASSIGN_OR_RETURN(w.norm, r.vec("norm.weight", c.hidden_size));
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   const std::vector<LayerWiring> wiring = derive_wiring(c);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) DSV41_TRY(load_layer(r, c, wiring[l], l, w.layers[l]));

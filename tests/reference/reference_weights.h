@@ -45,8 +45,8 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
-// Reads every tensor the config's inventory names (mtp.* excluded: DSpark is not modelled yet) from the
-// safetensors shards of `model_dir`, dequantized by the encoding its stored dtype implies.
+// Reads every tensor the forward uses, at the shapes the reference states itself (mtp.* excluded:
+// DSpark is not modelled yet), from the shards of `model_dir`, decoded by its stored dtype.
 Result<ModelWeights> load_model_weights(const ModelConfig& config, const std::string& model_dir);
 
 }  // namespace dsv41::reference
