@@ -3,6 +3,8 @@
 # header-only pack at worlds 1-4 (every rank), and the kernel variants each rank needs
 # (aot-needs-release-w{1..4}.json, target h200). Run it when an emitter or kernel-signature change is
 # intended, and review the diff: every changed line is a phase whose calls, or a variant whose key, changed.
+# (The tokenizer goldens, fixtures/golden/tokenizer-*.jsonl, come from HF tokenizers through
+# tools/tokenizer/make_tokenizers.js, which needs node and the npm registry: see docs/text.md.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${DSV41_BUILD_DIR:-build}
