@@ -4,6 +4,8 @@
 # (aot-needs-release-w{1..4}.json, target h200), and the readable call lists of the tiny fixture at
 # world 2 (calls-tiny-w2.txt). Run it when an emitter or kernel-signature change is intended, and
 # review the diff: every changed line is a phase, a call or a variant key that changed.
+# (The tokenizer goldens, fixtures/golden/tokenizer-*.jsonl, come from HF tokenizers through
+# tools/tokenizer/make_tokenizers.js, which needs node and the npm registry: see docs/text.md.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${DSV41_BUILD_DIR:-build}

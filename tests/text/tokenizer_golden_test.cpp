@@ -129,8 +129,14 @@ TEST(Tokenizer, ReleaseLoadsFast) {
   auto result = Tokenizer::load(fixture("fixtures/dsv41-release/tokenizer.json"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(result.is_ok()) << result.status().message();
-  // 0.5 s is the target of an optimised build; sanitizer builds run several times slower.
-  EXPECT_LT(seconds, 3.0) << "loading the release tokenizer took " << seconds << " s";
+  // 0.5 s is the target of an optimised build on an idle machine; CI shares 2 cores with builds, and
+  // sanitizer builds run several times slower.
+#if defined(__SANITIZE_ADDRESS__)
+  const double limit = 30.0;
+#else
+  const double limit = 3.0;
+#endif
+  EXPECT_LT(seconds, limit) << "loading the release tokenizer took " << seconds << " s";
   std::printf("release tokenizer.json loaded in %.3f s\n", seconds);
 }
 
