@@ -14,8 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/rank_planner.h"
-#include "compiler/targets.h"
+#include "compiler/program/rank_planner.h"
+#include "compiler/plan/targets.h"
 #include "runtime/generate.h"
 #include "runtime/gpu/cuda_backend.h"
 #include "tests/cuda/cuda_test_device.h"

@@ -10,7 +10,7 @@
 
 #include "common/kernel_launch.h"
 #include "common/numeric_formats.h"
-#include "compiler/kernel_build.h"
+#include "compiler/kernels/kernel_build.h"
 #include "tests/gpu/gpu_op_device.h"
 #include "tests/gpu/gpu_op_plan.h"
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/numeric_formats.h"
-#include "compiler/synth_encode.h"
+#include "compiler/synth/synth_encode.h"
 #include "tests/gpu/gpu_op_values.h"
 
 namespace dsv41::gpu_test {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/kernel_launch.h"
-#include "compiler/kernel_build.h"
+#include "compiler/kernels/kernel_build.h"
 #include "tests/gpu/gpu_op_device.h"
 #include "tests/gpu/gpu_op_plan.h"
 #include "tests/gpu/gpu_op_values.h"
