@@ -21,7 +21,7 @@ struct GenerateOptions {
   bool stop_at_eos = true;
   bool all_logits = false;
   // Makes the world's backend (world = the number of programs); empty: the CPU backend.
-  std::function<Result<std::unique_ptr<Backend>>(int world)> backend;
+  BackendFactory backend;
 };
 
 struct GenerateResult {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,5 +41,8 @@ class Backend {
   // Wakes every rank blocked in a collective (they fail with `reason`); the first reason is kept.
   virtual void abort(const std::string& reason) = 0;
 };
+
+// Makes the backend of a world of `world` ranks; generation and serving take one (empty: the CPU backend).
+using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(int world)>;
 
 }  // namespace dsv41

@@ -15,7 +15,7 @@
 #include "runtime/dist/control.h"
 #include "runtime/dist/rank_process.h"
 #include "runtime/generate.h"
-#include "runtime/gpu/cuda_backend.h"
+#include "runtime/cli/backend_flags.h"
 
 namespace dsv41::cli {
 namespace {
@@ -24,14 +24,11 @@ static_assert(std::endian::native == std::endian::little, "--logits-out writes t
 
 struct GenerateFlags {
   GenerateOptions options;
-  std::string backend = "cpu";
   bool ignore_eos = false, json = false;
   std::string logits_out;
   // Set by --master: this process is one rank of a world of processes.
   dist::RankProcessOptions rank_process;
-  int device = 0;
-  bool eager = false;
-  std::optional<uint64_t> synthetic_seed;
+  BackendFlags backend;
 };
 
 // Another rank failed: this rank can do nothing useful, so it ends at once (from the control
@@ -49,22 +46,12 @@ Status write_logits(const std::string& path, const std::vector<std::vector<float
 }
 
 Status run_generate(GenerateFlags f) {
-  if (f.backend == "cuda") {
-    gpu::CudaBackendOptions cuda;
-    cuda.model_dir = f.options.model_dir;
-    cuda.device = f.device;
-    cuda.eager = f.eager;
-    cuda.synthetic_seed = f.synthetic_seed;
-    f.options.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
-      DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
-      return std::unique_ptr<Backend>(std::move(backend));
-    };
-  }
+  f.options.backend = backend_factory(f.backend, f.options.model_dir);
   f.options.stop_at_eos = !f.ignore_eos;
   const bool as_rank = !f.rank_process.master.empty();
   // Ranks as processes exchange over sockets between CPU sessions; the NCCL exchange the CUDA backend
   // needs between processes is not built (docs/distributed.md).
-  if (as_rank && f.backend == "cuda")
+  if (as_rank && f.backend.backend == "cuda")
     return Status::error("--backend cuda with --master: ranks as processes run the CPU backend only for now "
                          "(no NCCL exchange yet); run the world's ranks as threads of one process instead "
                          "(drop --rank/--world/--master)");
@@ -108,18 +95,7 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("PROGRAM_DIR", f->options.program_dir, "folder with rank0.fb .. rank{W-1}.fb of one world")->required();
   cmd->add_option("--model", f->options.model_dir, "the model folder the programs were planned from (shards, config.json)")
       ->required();
-  cmd->add_option("--backend", f->backend,
-                  "cpu (reference kernels) or cuda (the program's cubins; every rank a thread on --device, "
-                  "boot reports on stderr)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  cmd->add_option("--device", f->device, "cuda: the CUDA device ordinal every rank uses")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--synthetic-weights", f->synthetic_seed,
-                  "cuda: fill every weight on the device from this seed instead of reading the shards (the "
-                  "release shapes run without their files; the tokens mean nothing)");
-  cmd->add_flag("--eager", f->eager, "cuda: launch every call on each step instead of replaying captured CUDA graphs");
+  add_backend_flags(cmd, f->backend);
   cmd->add_option("--prompt-ids", f->options.prompt, "prompt token ids, comma separated (e.g. 5,6,7)")
       ->delimiter(',')
       ->required();

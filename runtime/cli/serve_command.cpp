@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <thread>
 
+#include "runtime/cli/backend_flags.h"
 #include "runtime/serve/serving_app.h"
 
 namespace dsv41::cli {
@@ -51,11 +52,12 @@ Status run_serve(const serve::ServeConfig& config) {
 
 Runner add_serve_command(CLI::App& app) {
   auto c = std::make_shared<serve::ServeConfig>();
+  auto backend = std::make_shared<BackendFlags>();
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "The OpenAI-compatible HTTP server: /v1/models, /v1/completions, /v1/chat/completions, /health, /metrics.\n"
       "Rank 0's program runs the scheduler; its sibling rank{N}.fb files are the other ranks, each a thread of\n"
-      "this process (CPU backend). SIGTERM drains: new requests get 503, running ones get --drain-s seconds.\n"
+      "this process (CPU backend, or --backend cuda: every rank a thread on one GPU). SIGTERM drains: new requests get 503, running ones get --drain-s seconds.\n"
       "docs/serving.md shows every endpoint.\n\n"
       "Example:\n"
       "  dsv41-rt serve work/tiny-w4/rank0.fb --model work/dsv41-tiny --tokenizer fixtures/dsv41-tiny/tokenizer.json");
@@ -93,7 +95,11 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--default-max-tokens", c->default_max_tokens, "max_tokens of a chat request that gives none")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  return [c]() { return run_serve(*c); };
+  add_backend_flags(cmd, *backend);
+  return [c, backend]() {
+    c->backend = backend_factory(*backend, c->model_dir);
+    return run_serve(*c);
+  };
 }
 
 }  // namespace dsv41::cli

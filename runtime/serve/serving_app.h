@@ -1,4 +1,4 @@
-// runtime/serve/serving_app.h — the whole server of one world: programs, World (CPU backend), scheduler, text, HTTP; used by the CLI and tests.
+// runtime/serve/serving_app.h — the whole server of one world: programs, World (CPU backend unless a factory is given), scheduler, text, HTTP; used by the CLI and tests.
 #pragma once
 
 #include <memory>
@@ -21,6 +21,7 @@ struct ServeConfig {
   ServerOptions http;
   SchedulerOptions scheduler;
   int64_t default_max_tokens = 256;  // chat requests without max_tokens
+  BackendFactory backend;            // empty: the CPU backend
 };
 
 class ServingApp {

@@ -1,0 +1,36 @@
+// runtime/cli/backend_flags.cpp — --backend cpu|cuda and the CUDA backend's options, as one factory.
+#include "runtime/cli/backend_flags.h"
+
+#include "runtime/gpu/cuda_backend.h"
+
+namespace dsv41::cli {
+
+void add_backend_flags(CLI::App* cmd, BackendFlags& flags) {
+  cmd->add_option("--backend", flags.backend,
+                  "cpu (reference kernels) or cuda (the program's cubins; every rank a thread on --device, "
+                  "boot reports on stderr)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--device", flags.device, "cuda: the CUDA device ordinal every rank uses")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--synthetic-weights", flags.synthetic_seed,
+                  "cuda: fill every weight on the device from this seed instead of reading the shards (the "
+                  "release shapes run without their files; the tokens mean nothing)");
+  cmd->add_flag("--eager", flags.eager, "cuda: launch every call on each step instead of replaying captured CUDA graphs");
+}
+
+BackendFactory backend_factory(const BackendFlags& flags, const std::string& model_dir) {
+  if (flags.backend != "cuda") return {};
+  gpu::CudaBackendOptions cuda;
+  cuda.model_dir = model_dir;
+  cuda.device = flags.device;
+  cuda.eager = flags.eager;
+  cuda.synthetic_seed = flags.synthetic_seed;
+  return [cuda](int world) -> Result<std::unique_ptr<Backend>> {
+    DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
+    return std::unique_ptr<Backend>(std::move(backend));
+  };
+}
+
+}  // namespace dsv41::cli

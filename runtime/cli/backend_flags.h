@@ -1,0 +1,27 @@
+// runtime/cli/backend_flags.h — the flags that choose a backend (--backend, --device, --eager, --synthetic-weights), shared by generate and serve.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/rank_session.h"
+
+namespace dsv41::cli {
+
+struct BackendFlags {
+  std::string backend = "cpu";
+  int device = 0;
+  bool eager = false;
+  std::optional<uint64_t> synthetic_seed;
+};
+
+// Adds the four flags to `cmd`, bound to `flags` (which must outlive parsing).
+void add_backend_flags(CLI::App* cmd, BackendFlags& flags);
+
+// The factory the flags choose for a model folder; empty for the CPU backend (the callers' default).
+BackendFactory backend_factory(const BackendFlags& flags, const std::string& model_dir);
+
+}  // namespace dsv41::cli
