@@ -86,9 +86,9 @@ __device__ __forceinline__ float e4m3_to_float(unsigned b) {
   if (e == 0) return __uint_as_float(sign | __float_as_uint(__fmul_rn(static_cast<float>(m), 0x1p-9f)));
   return __uint_as_float(sign | ((e + 120u) << 23) | (m << 20));
 }
-// 2^(b-127): 0 is the subnormal 2^-127, 255 overflows to +inf as ldexp does on the CPU.
+// 2^(b-127): 0 is the subnormal 2^-127; 255 is NaN, as the OCP MX specification defines (and the CPU decodes).
 __device__ __forceinline__ float e8m0_to_float(unsigned b) {
-  return b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
+  return b == 0 ? __uint_as_float(0x00400000u) : b == 255u ? __uint_as_float(0x7fc00000u) : __uint_as_float(b << 23);
 }
 __device__ __forceinline__ float e2m1_to_float(unsigned nibble) {
   // Magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}: exponent and mantissa bits map straight onto fp32.

@@ -101,9 +101,10 @@ Result<ModelInputs> synth_inputs(const std::string& fixture, SynthFormat format,
 }
 
 Result<std::shared_ptr<RankLists>> plan_lists(const ModelInputs& inputs, const std::string& label, int world, int rank,
-                                              const ServingSettings& settings, const Target& target,
+                                              const ServingSettings& requested, const Target& target,
                                               std::set<std::string>& without_kernel) {
-  DSV41_TRY(check_settings(inputs.config, settings));
+  // The defaults filled in (context 0 is the model's default context), then checked, as dsv41c plan does.
+  DSV41_ASSIGN_OR_RETURN(const ServingSettings settings, resolve_settings(inputs.config, requested));
   auto r = std::make_shared<RankLists>();
   r->label = fmt::format("{} world {} rank {}", label, world, rank);
   r->world = world;
