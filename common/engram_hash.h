@@ -1,4 +1,4 @@
-// common/engram_hash.h — Engram's row ids: the prime layout of the hash tables, the multipliers and the rolling n-gram hash.
+// common/engram_hash.h — Engram's row ids: prime layout of the tables, multipliers, rolling n-gram hash.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +13,12 @@ namespace dsv41 {
 // One Engram layer's hash parameters (docs/model.md "Engram"). Column col = (n−2)·heads + h for
 // order n = 2..max_n and head h; its rows in the layer's table are [offsets[col], offsets[col] + primes[col]).
 struct EngramLayerHash {
-  int64_t layer = 0;                  // the transformer layer id (seeds the multipliers)
-  int64_t heads = 0;                  // hash heads per order
-  std::vector<int64_t> multipliers;   // max_n odd values, one per lookback distance s = 0..max_n−1
-  std::vector<int64_t> primes;        // (max_n − 1)·heads moduli
-  std::vector<int64_t> offsets;       // exclusive prefix sums of primes
-  int64_t table_rows() const;         // Σ primes
+  int64_t layer = 0;                 // the transformer layer id (seeds the multipliers)
+  int64_t heads = 0;                 // hash heads per order
+  std::vector<int64_t> multipliers;  // max_n odd values, one per lookback distance s = 0..max_n−1
+  std::vector<int64_t> primes;       // (max_n − 1)·heads moduli
+  std::vector<int64_t> offsets;      // exclusive prefix sums of primes
+  int64_t table_rows() const;        // Σ primes
   int64_t columns() const { return static_cast<int64_t>(primes.size()); }
 };
 

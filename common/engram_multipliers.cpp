@@ -32,7 +32,8 @@ constexpr KnownDraw kKnown[] = {
 
 Result<std::vector<int64_t>> engram_multipliers(int64_t layer, int64_t compressed_vocab, int64_t max_n) {
   for (const KnownDraw& k : kKnown)
-    if (k.layer == layer && k.compressed_vocab == compressed_vocab && max_n == static_cast<int64_t>(k.multipliers.size()))
+    if (k.layer == layer && k.compressed_vocab == compressed_vocab &&
+        max_n == static_cast<int64_t>(k.multipliers.size()))
       return std::vector<int64_t>(k.multipliers.begin(), k.multipliers.end());
   return Status::errorf(
       "Engram layer {}: no multipliers known for engram_compressed_vocab_size {} and engram_max_ngram_size {} "

@@ -19,7 +19,9 @@ constexpr UChar32 kSentinel = 0xE000;  // a private-use code point stands in for
 // GPT-2's byte-level alphabet: printable Latin-1 bytes stand for themselves, the other bytes for
 // U+0100 onwards in byte order. This is how tokenizer.json spells vocabulary tokens.
 std::string byte_level_spelling(const std::string& bytes) {
-  auto printable = [](int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
+  auto printable = [](int b) {
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+  };
   UChar32 map[256];
   int next = 0;
   for (int b = 0; b < 256; ++b) map[b] = printable(b) ? b : 0x100 + next++;
@@ -67,8 +69,10 @@ std::string engram_normalize(const std::string& utf8) {
   bool in_run = false;
   for (int32_t i = 0; i < lower.length();) {
     const UChar32 c = lower.char32At(i);
-    if (!ascii_space(c)) collapsed.append(c);
-    else if (!in_run) collapsed.append(static_cast<UChar32>(' '));
+    if (!ascii_space(c))
+      collapsed.append(c);
+    else if (!in_run)
+      collapsed.append(static_cast<UChar32>(' '));
     in_run = ascii_space(c);
     i += U16_LENGTH(c);
   }
@@ -101,15 +105,16 @@ Result<EngramTokenMap> build_engram_token_map(const text::Tokenizer& tokenizer, 
   map.compressed.resize(static_cast<size_t>(vocab));
   std::unordered_map<std::string, int32_t> ids;
   for (int64_t id = 0; id < vocab; ++id) {
-    auto [it, fresh] = ids.try_emplace(engram_token_key(tokenizer, static_cast<int32_t>(id)),
-                                       static_cast<int32_t>(ids.size()));
+    auto [it, fresh] =
+        ids.try_emplace(engram_token_key(tokenizer, static_cast<int32_t>(id)), static_cast<int32_t>(ids.size()));
     map.compressed[id] = it->second;
   }
   map.count = static_cast<int64_t>(ids.size());
   if (map.count != expected)
-    return Status::errorf("{}: the Engram token map of ids 0..{} has {} compressed ids, but config "
-                          "engram_compressed_vocab_size is {}",
-                          source, vocab - 1, map.count, expected);
+    return Status::errorf(
+        "{}: the Engram token map of ids 0..{} has {} compressed ids, but config "
+        "engram_compressed_vocab_size is {}",
+        source, vocab - 1, map.count, expected);
   return map;
 }
 
@@ -118,9 +123,10 @@ Result<std::optional<EngramTokenMap>> model_engram_token_map(const ModelConfig& 
   if (!config.has_engram()) return std::optional<EngramTokenMap>();
   const std::string path = (std::filesystem::path(model_dir) / "tokenizer.json").string();
   if (!std::filesystem::exists(path)) {
-    warnings->push_back(fmt::format("{}: absent, so the Engram token map is not built or checked against "
-                                    "engram_compressed_vocab_size {}",
-                                    path, config.engram_compressed_vocab_size));
+    warnings->push_back(
+        fmt::format("{}: absent, so the Engram token map is not built or checked against "
+                    "engram_compressed_vocab_size {}",
+                    path, config.engram_compressed_vocab_size));
     return std::optional<EngramTokenMap>();
   }
   DSV41_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(path));

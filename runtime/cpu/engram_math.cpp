@@ -20,12 +20,14 @@ Status engram_fetch_rows(const EngramTable& table, std::span<const int64_t> ids,
   for (size_t i = 0; i < ids.size(); ++i) {
     const int64_t row = ids[i];
     if (row < 0 || row >= table.rows)
-      return Status::errorf("Engram layer {}: position {} column {}: row id {} outside the table's {} rows", table.layer,
-                            static_cast<int64_t>(i) / columns, static_cast<int64_t>(i) % columns, row, table.rows);
+      return Status::errorf("Engram layer {}: position {} column {}: row id {} outside the table's {} rows",
+                            table.layer, static_cast<int64_t>(i) / columns, static_cast<int64_t>(i) % columns, row,
+                            table.rows);
     const uint8_t* codes = table.codes + row * table.dim;
     const uint8_t* scales = table.scales + row * groups;
     float* dst = out + static_cast<int64_t>(i) * table.dim;
-    for (int64_t k = 0; k < table.dim; ++k) dst[k] = bf16_round(e4m3_to_f32(codes[k]) * e8m0_to_f32(scales[k / kGroup]));
+    for (int64_t k = 0; k < table.dim; ++k)
+      dst[k] = bf16_round(e4m3_to_f32(codes[k]) * e8m0_to_f32(scales[k / kGroup]));
   }
   return Status::ok();
 }

@@ -1,4 +1,4 @@
-// runtime/cpu/engram_math.h — Engram's row fetch (FP8 rows with a scale per 32 values) and per-stream gate, in reference form.
+// runtime/cpu/engram_math.h — Engram's row fetch (FP8 rows, a scale per 32) and per-stream gate, in reference form.
 #pragma once
 
 #include <cstdint>

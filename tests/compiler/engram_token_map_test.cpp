@@ -1,4 +1,4 @@
-// tests/compiler/engram_token_map_test.cpp — Engram's normalisation chain on known strings, and the token maps of the fixtures' tokenizers.
+// tests/compiler/engram_token_map_test.cpp — Engram's normalisation on known strings; the fixtures' token maps.
 #include <gtest/gtest.h>
 
 #include "common/engram_hash.h"
@@ -10,15 +10,17 @@ namespace {
 using text::Tokenizer;
 
 TEST(EngramTokenMap, NormalisationFoldsCompatibilityAccentsCaseAndSpaces) {
-  EXPECT_EQ(engram_normalize("Caf\xC3\xA9"), "cafe");                 // é: NFD splits off U+0301, stripped
-  EXPECT_EQ(engram_normalize(" Hello"), "hello");                    // leading space stripped
-  EXPECT_EQ(engram_normalize("\xEF\xAC\x81"), "fi");                 // U+FB01 ligature: NFKC
-  EXPECT_EQ(engram_normalize("\xEF\xBC\xA1"), "a");                  // fullwidth A
-  EXPECT_EQ(engram_normalize("\xC4\xB0"), "i");                      // İ → I + U+0307 → I → i
+  EXPECT_EQ(engram_normalize("Caf\xC3\xA9"), "cafe");                   // é: NFD splits off U+0301, stripped
+  EXPECT_EQ(engram_normalize(" Hello"), "hello");                       // leading space stripped
+  EXPECT_EQ(engram_normalize("\xEF\xAC\x81"), "fi");                    // U+FB01 ligature: NFKC
+  EXPECT_EQ(engram_normalize("\xEF\xBC\xA1"), "a");                     // fullwidth A
+  EXPECT_EQ(engram_normalize("\xC4\xB0"), "i");                         // İ → I + U+0307 → I → i
   EXPECT_EQ(engram_normalize("\xCE\x91\xCE\xA3"), "\xCE\xB1\xCF\x83");  // ΑΣ → ασ: per character, no final ς
-  EXPECT_EQ(engram_normalize("\xE3\x80\x80x"), "x");                 // ideographic space: NFKC to " ", stripped
-  EXPECT_EQ(engram_normalize("a \t\r\n b"), "a b");                  // one run, one space
-  EXPECT_EQ(engram_normalize("a\xC2\xA0\xC2\xA0" "b"), "a b");        // NBSP: NFKC to " " first, then collapsed
+  EXPECT_EQ(engram_normalize("\xE3\x80\x80x"), "x");                    // ideographic space: NFKC to " ", stripped
+  EXPECT_EQ(engram_normalize("a \t\r\n b"), "a b");                     // one run, one space
+  EXPECT_EQ(engram_normalize("a\xC2\xA0\xC2\xA0"
+                             "b"),
+            "a b");  // NBSP: NFKC to " " first, then collapsed
 }
 
 TEST(EngramTokenMap, ALoneSpaceSurvivesTheStripAndEmptyStaysEmpty) {

@@ -1,4 +1,4 @@
-// tests/reference/reference_moe_test.cpp — the reference router's weights: renormalised for several experts, raw for one.
+// tests/reference/reference_moe_test.cpp — reference router weights: renormalised for several experts, raw for one.
 #include "tests/reference/reference_moe.h"
 
 #include <cmath>
