@@ -1,5 +1,5 @@
 // kernels/router.cuh — the sqrt-softplus router (docs/ops.md "router"): σ_e = sqrt(softplus(x·gate_eᵀ)),
-// the K experts of highest σ_e + bias_e (ties: lower id) best first, weights σ (normalized when asked)
+// the K experts of highest σ_e + bias_e (ties: lower id) best first, weights σ (normalized when asked and K > 1)
 // times scaling. Mirrors runtime/cpu/ops_moe.cpp op_router: the logits are the CPU's eight-way dots, so
 // the ids match the CPU's exactly.
 //
@@ -124,7 +124,7 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
     for (int k = 0; k < K; ++k) total = __fadd_rn(total, score[order[k]]);
     for (int k = 0; k < K; ++k) {
       float w = score[order[k]];
-      if (normalize) w = __fdiv_rn(w, __fadd_rn(total, 1e-20f));
+      if (normalize && K > 1) w = __fdiv_rn(w, __fadd_rn(total, 1e-20f));  // K = 1 keeps σ, as the official gate
       idr[k] = order[k];
       wr[k] = __fmul_rn(w, scaling);
     }

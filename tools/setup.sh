@@ -18,7 +18,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libxxhash-dev libspdlog-dev libfmt-dev
   libgtest-dev libclang-dev libpcre2-dev clang-format
-  nodejs curl
+  libicu-dev nodejs curl
 )
 
 sanitize=0

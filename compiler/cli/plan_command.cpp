@@ -9,6 +9,8 @@
 #include "common/program_file.h"
 #include "compiler/cli/commands.h"
 #include "compiler/cli/settings_flags.h"
+#include "compiler/emit/unemitted_parts.h"
+#include "compiler/tokens/engram_token_map.h"
 #include "compiler/program/program_summary.h"
 #include "compiler/program/rank_planner.h"
 
@@ -49,7 +51,9 @@ Status plan_ranks(const PlanFlags& f) {
   DSV41_ASSIGN_OR_RETURN(std::vector<int> ranks, ranks_of(f.rank, f.world));
   DSV41_ASSIGN_OR_RETURN(ModelInputs inputs, ModelInputs::read(f.model_dir));
   DSV41_TRY(check_world(inputs.config, f.world));
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings = unemitted_parts(inputs.config);
+  // Refused before any planning: a token map that is not the trained one gives wrong Engram rows.
+  DSV41_TRY(model_engram_token_map(inputs.config, f.model_dir, &warnings).status());
   DSV41_ASSIGN_OR_RETURN(options.settings, settle_settings(inputs, options, &warnings));
   for (const std::string& w : warnings) std::fprintf(stderr, "dsv41c: warning: %s\n", with_flag_names(w).c_str());
   if (!f.quiet && !f.context)

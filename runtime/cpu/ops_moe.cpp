@@ -89,9 +89,11 @@ Status op_router(const OpContext& ctx) {
     });
     float total = 0.0f;
     for (int64_t k = 0; k < topk; ++k) total += score[order[k]];
+    // As the official gate: a single chosen expert keeps its raw score (no renormalisation to 1).
+    const bool renormalise = normalize != 0 && topk > 1;
     for (int64_t k = 0; k < topk; ++k) {
       float w = score[order[k]];
-      if (normalize) w /= total + 1e-20f;
+      if (renormalise) w /= total + 1e-20f;
       ids.set_int(r * topk + k, static_cast<int32_t>(order[k]));
       weights.set(r * topk + k, w * scaling);
     }

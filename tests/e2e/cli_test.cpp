@@ -15,7 +15,11 @@ using json = nlohmann::json;
 
 void expect_refused(const CommandResult& r, const std::vector<std::string>& parts) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_EQ(r.err.rfind("dsv41c: error: ", 0), 0u) << r.describe();
+  // Warnings (an Engram config's, for one) may come first; the error line follows them.
+  size_t at = 0;
+  while (r.err.compare(at, 17, "dsv41c: warning: ") == 0 && r.err.find('\n', at) != std::string::npos)
+    at = r.err.find('\n', at) + 1;
+  EXPECT_EQ(r.err.compare(at, 15, "dsv41c: error: "), 0) << r.describe();
   for (const auto& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << "\"" << part << "\"\n" << r.describe();
 }
 
@@ -133,6 +137,9 @@ TEST(Cli, ReleaseWorld4SharesAndARankPlannedAloneIsIdentical) {
   const CommandResult r = plan(dir / "pack", 4, dir / "all", {"--target", "h200", "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.out, "") << "--quiet";
+  // Engram is in the release config but not emitted yet: --quiet or not, plan says so on stderr.
+  EXPECT_NE(r.err.find("warning: config engram_layer_ids [1, 14]: Engram is NOT emitted yet"), std::string::npos)
+      << r.err;
   const std::vector<json> experts = {{0, 640}, {640, 1280}, {1280, 1792}, {1792, 2304}};
   const std::vector<json> vocab = {{0, 32384}, {32384, 64768}, {64768, 97024}, {97024, 129280}};
   for (int rank = 0; rank < 4; ++rank) {
@@ -146,6 +153,40 @@ TEST(Cli, ReleaseWorld4SharesAndARankPlannedAloneIsIdentical) {
   EXPECT_EQ(files_of(dir / "one"), (std::vector<std::string>{"rank1.fb"}));
   EXPECT_TRUE(test::read_bytes(dir / "one" / "rank1.fb") == test::read_bytes(dir / "all" / "rank1.fb"))
       << "rank 1 planned alone differs from rank 1 of --rank all";
+}
+
+// With the release's tokenizer.json beside the pack, plan builds the Engram token map first and refuses
+// a count other than engram_compressed_vocab_size, naming both (docs/model.md "Engram" says why this
+// fixture's tokenizer gives 99,510, not the release's 99,092).
+TEST(Cli, ReleaseTokenMapOfAnotherCountIsRefusedNamingBothNumbers) {
+  TempDir dir;
+  test::make_pack(dir / "pack", "dsv41-release", "release", 8);
+  test::fs::copy_file(test::fs::path(DSV41_SOURCE_DIR) / "fixtures/dsv41-release/tokenizer.json", dir / "pack" / "tokenizer.json");
+  const CommandResult r = plan(dir / "pack", 4, dir / "out", {"--quiet"});
+  expect_refused(r, {"tokenizer.json: the Engram token map of ids 0..129279 has 99510 compressed ids, but config "
+                     "engram_compressed_vocab_size is 99092"});
+  EXPECT_FALSE(test::fs::exists(dir / "out" / "rank0.fb"));
+}
+
+// The tiny Engram fixture with its tokenizer plans at world 3 (warning that Engram is not emitted);
+// the same pack stating another compressed vocabulary is refused before anything is planned.
+TEST(Cli, TinyEngramPlansWithAWarningAndRefusesAnotherTokenMapCount) {
+  TempDir dir;
+  test::make_pack(dir / "pack", "dsv41-tiny-engram", "bf16", 2);
+  test::fs::copy_file(test::fs::path(DSV41_SOURCE_DIR) / "fixtures/dsv41-tiny-engram/tokenizer.json",
+                      dir / "pack" / "tokenizer.json");
+  const CommandResult r = plan(dir / "pack", 3, dir / "out", {"--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("config engram_layer_ids [1, 2]: Engram is NOT emitted yet"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("token map is not built"), std::string::npos) << r.err;
+  std::string config = test::read_file(dir / "pack" / "config.json");
+  const std::string stated = "\"engram_compressed_vocab_size\": 1070";
+  ASSERT_NE(config.find(stated), std::string::npos);
+  config.replace(config.find(stated), stated.size(), "\"engram_compressed_vocab_size\": 1071");
+  test::write_file(dir / "pack" / "config.json", config);
+  expect_refused(plan(dir / "pack", 3, dir / "again", {"--quiet"}),
+                 {"the Engram token map of ids 0..1279 has 1070 compressed ids, but config "
+                  "engram_compressed_vocab_size is 1071"});
 }
 
 TEST(Cli, ReleaseWorld9IsRefusedNamingOGroups) {

@@ -46,7 +46,8 @@ Routing route(const ModelConfig& c, const LayerWeights& w, const Vec& x) {
     total += score[e];
   }
   for (float& v : r.weights) {
-    if (c.norm_topk_prob) v /= total + 1e-20f;
+    // The official gate renormalises only when more than one expert is chosen.
+    if (c.norm_topk_prob && c.num_experts_per_tok > 1) v /= total + 1e-20f;
     v *= static_cast<float>(c.routed_scaling_factor);
   }
   return r;

@@ -390,6 +390,34 @@ TEST(CpuOps, RouterSelectsByBiasedScoreWithTiesToTheLowerId) {
   }
 }
 
+// The official gate renormalises only when several experts are chosen: with K = 1 the weight stays
+// σ·scaling (renormalising would make it exactly `scaling`).
+TEST(CpuOps, RouterWithOneExpertKeepsItsUnnormalisedScore) {
+  const int64_t d = 16, experts = 8, rows = 2;
+  std::mt19937 rng(81);
+  const std::vector<float> x = random_values(rng, rows * d, -1, 1, true);
+  const std::vector<float> gate = random_values(rng, experts * d), bias = random_values(rng, experts, -0.1f, 0.1f);
+  FakeContext ctx("router", {{"hidden", d}, {"experts", experts}, {"topk", 1}});
+  ctx.set_rows(sequence_rows(rows, 0));
+  fill(ctx.add_scratch("x", DType::BF16, {rows, d}), x);
+  ctx.add_weight("gate", {experts, d}, gate);
+  ctx.add_weight("bias", {experts}, bias);
+  ctx.add_float("scaling", 1.5);
+  ctx.add_int("normalize", 1);
+  TensorView ids = ctx.add_scratch("ids", DType::I32, {rows, 1});
+  TensorView weights = ctx.add_scratch("weights", DType::F32, {rows, 1});
+  const Status status = ctx.run();
+  ASSERT_TRUE(status.is_ok()) << status.message();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t e = ids.get_int(r);
+    double l = 0;
+    for (int64_t i = 0; i < d; ++i) l += double(gate[e * d + i]) * double(bf16_round(x[r * d + i]));
+    const double expected = std::sqrt(std::max(l, 0.0) + std::log1p(std::exp(-std::fabs(l)))) * 1.5;
+    EXPECT_NEAR(weights.get(r), expected, 1e-5 * expected) << "row " << r << " expert " << e;
+    EXPECT_GT(std::fabs(weights.get(r) - 1.5), 1e-3) << "row " << r << ": renormalised to scaling";
+  }
+}
+
 // Σ_k b(w_k·silu(min(g,L))·clamp(u,−L,L))·w2ᵀ in double, with the bound on its bf16 rounding error.
 void expert_direct(const float* x, int64_t d, int64_t f, const std::vector<float>& w1, const std::vector<float>& w3,
                    const std::vector<float>& w2, double weight, double limit, double rel, std::vector<double>& y,
