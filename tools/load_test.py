@@ -32,7 +32,7 @@ def one_request(url, model, prompt, max_tokens, seed):
                 done = True
                 break
             event = json.loads(data)
-            if event.get("choices") and event["choices"][0].get("text") is not None:
+            if event.get("choices") and event["choices"][0].get("text"):  # the final chunk's "" is no token
                 now = time.monotonic()
                 first = first if first is not None else now - start
                 stamps.append(now)
