@@ -18,15 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // What every rank runs, decided once before the threads start.
+// What every round of a generation uses: the request and what plan_generation decided from it.
 struct Steps {
-  std::string model_dir;
-  std::vector<int32_t> prompt;
-  std::string prefill_phase;  // "prefill.nN" or "decode.r1"
-  int64_t segment_rows = 0;
-  int max_tokens = 0;
-  bool stop_at_eos = true, all_logits = false;
-  int32_t eos = -1;
-  int64_t vocab = 0;
+  const GenerateOptions& options;
+  GeneratePlan plan;
 };
 
 // The rank number in a "rank{N}.fb" file name, or -1.
@@ -77,49 +72,52 @@ Status check_phase(const ProgramFile& program, const std::string& name, int64_t 
 
 // Prefills then decodes greedily, one round per segment or step; rank 0's logits choose each token.
 Status drive(World& world, const Steps& steps, GenerateResult& out) {
-  const int64_t prompt_rows = static_cast<int64_t>(steps.prompt.size()), n = steps.segment_rows;
+  const int64_t prompt_rows = static_cast<int64_t>(steps.options.prompt.size()), n = steps.plan.segment_rows;
   std::vector<float> last;
   uint64_t round = 0;
   for (int64_t begin = 0; begin < prompt_rows; begin += n) {
     RoundPlan plan;
     plan.round = round++;
     if (begin == 0) plan.reset_slots = {0};
-    const std::vector<int32_t> piece(steps.prompt.begin() + begin,
-                                     steps.prompt.begin() + std::min(prompt_rows, begin + n));
-    plan.runs.push_back(segment_run(steps.prefill_phase, n, piece, begin, steps.all_logits));
+    const std::vector<int32_t> piece(steps.options.prompt.begin() + begin,
+                                     steps.options.prompt.begin() + std::min(prompt_rows, begin + n));
+    plan.runs.push_back(segment_run(steps.plan.prefill_phase, n, piece, begin, steps.options.all_logits));
     DSV41_ASSIGN_OR_RETURN(auto rows, world.run(plan));
     last = rows.back();
-    if (steps.all_logits)
+    if (steps.options.all_logits)
       for (auto& row : rows) out.logits.push_back(std::move(row));
   }
-  if (!steps.all_logits) out.logits.push_back(last);
+  if (!steps.options.all_logits) out.logits.push_back(last);
 
-  int32_t next = greedy_token(last.data(), steps.vocab);
-  for (int64_t position = prompt_rows; steps.max_tokens > 0; ++position) {
+  int32_t next = greedy_token(last.data(), steps.plan.vocab);
+  for (int64_t position = prompt_rows; steps.options.max_tokens > 0; ++position) {
     out.tokens.push_back(next);
-    if ((steps.stop_at_eos && next == steps.eos) || static_cast<int>(out.tokens.size()) >= steps.max_tokens) break;
+    if (next == steps.plan.eos || static_cast<int>(out.tokens.size()) >= steps.options.max_tokens) break;
     RoundPlan plan;
     plan.round = round++;
     plan.runs.push_back(segment_run("decode.r1", 1, {next}, position, false));
     DSV41_ASSIGN_OR_RETURN(auto rows, world.run(plan));
-    next = greedy_token(rows[0].data(), steps.vocab);
+    next = greedy_token(rows[0].data(), steps.plan.vocab);
     out.logits.push_back(std::move(rows[0]));
   }
   return Status::ok();
 }
 
-// Checks the request against the world's config and settings and decides the steps.
-Result<Steps> plan_steps(const GenerateOptions& options, const ProgramFile& program0) {
+}  // namespace
+
+int32_t greedy_token(const float* logits, int64_t n) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (logits[i] > logits[best] || (logits[best] != logits[best] && logits[i] == logits[i])) best = static_cast<int32_t>(i);
+  return best;
+}
+
+Result<GeneratePlan> plan_generation(const GenerateOptions& options, const ProgramFile& program0) {
   const fb::Program& p = program0.program();
   DSV41_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(p.config_json()->str(), program0.source()));
-  Steps steps;
-  steps.model_dir = options.model_dir;
-  steps.prompt = options.prompt;
-  steps.max_tokens = options.max_tokens;
-  steps.stop_at_eos = options.stop_at_eos;
-  steps.all_logits = options.all_logits;
-  steps.eos = static_cast<int32_t>(config.eos_token_id);
-  steps.vocab = config.vocab_size;
+  GeneratePlan plan;
+  plan.eos = options.stop_at_eos ? static_cast<int32_t>(config.eos_token_id) : -1;
+  plan.vocab = config.vocab_size;
   if (options.prompt.empty()) return Status::error("prompt: empty; give at least one token id");
   for (size_t i = 0; i < options.prompt.size(); ++i)
     if (options.prompt[i] < 0 || options.prompt[i] >= config.vocab_size)
@@ -135,26 +133,18 @@ Result<Steps> plan_steps(const GenerateOptions& options, const ProgramFile& prog
   const std::vector<int64_t> sizes = planned ? std::vector<int64_t>(planned->begin(), planned->end()) : std::vector<int64_t>{};
   const std::string listed = sizes.empty() ? std::string("none") : fmt::format("{}", fmt::join(sizes, ", "));
   if (options.segment_rows < 0) return Status::errorf("segment rows {}: must be 0 (the default), 1 or a planned prefill size ({})", options.segment_rows, listed);
-  steps.segment_rows = options.segment_rows == 0 ? (sizes.empty() ? 0 : sizes[0]) : options.segment_rows;
-  if (steps.segment_rows == 1) {
-    steps.prefill_phase = "decode.r1";
-  } else if (std::find(sizes.begin(), sizes.end(), steps.segment_rows) != sizes.end()) {
-    steps.prefill_phase = fmt::format("prefill.n{}", steps.segment_rows);
+  plan.segment_rows = options.segment_rows == 0 ? (sizes.empty() ? 0 : sizes[0]) : options.segment_rows;
+  if (plan.segment_rows == 1) {
+    plan.prefill_phase = "decode.r1";
+  } else if (std::find(sizes.begin(), sizes.end(), plan.segment_rows) != sizes.end()) {
+    plan.prefill_phase = fmt::format("prefill.n{}", plan.segment_rows);
   } else {
     return Status::errorf("segment rows {}: not a planned prefill size of {} (planned: {}; 1 runs token by token)",
                           options.segment_rows, program0.source(), listed);
   }
-  return steps;
+  return plan;
 }
 
-}  // namespace
-
-int32_t greedy_token(const float* logits, int64_t n) {
-  int32_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (logits[i] > logits[best] || (logits[best] != logits[best] && logits[i] == logits[i])) best = static_cast<int32_t>(i);
-  return best;
-}
 
 Result<std::vector<ProgramFile>> load_world_programs(const std::string& program_dir) {
   std::error_code ec;
@@ -200,18 +190,14 @@ Result<std::vector<ProgramFile>> load_world_programs(const std::string& program_
 
 Result<GenerateResult> generate(const GenerateOptions& options) {
   DSV41_ASSIGN_OR_RETURN(std::vector<ProgramFile> programs, load_world_programs(options.program_dir));
-  DSV41_ASSIGN_OR_RETURN(const Steps steps, plan_steps(options, programs[0]));
+  DSV41_ASSIGN_OR_RETURN(GeneratePlan plan, plan_generation(options, programs[0]));
+  const Steps steps{options, std::move(plan)};
   for (const ProgramFile& program : programs) {
-    DSV41_TRY(check_phase(program, steps.prefill_phase, steps.segment_rows));
-    if (steps.max_tokens > 1) DSV41_TRY(check_phase(program, "decode.r1", 1));
+    DSV41_TRY(check_phase(program, steps.plan.prefill_phase, steps.plan.segment_rows));
+    if (steps.options.max_tokens > 1) DSV41_TRY(check_phase(program, "decode.r1", 1));
   }
   const int world_size = static_cast<int>(programs.size());
-  std::unique_ptr<Backend> backend;
-  if (options.backend) {
-    DSV41_ASSIGN_OR_RETURN(backend, options.backend(world_size));
-  } else {
-    backend = std::make_unique<cpu::CpuBackend>(options.model_dir, world_size);
-  }
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, cpu::make_backend(options.backend, options.model_dir, world_size));
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<World> world, World::start(std::move(programs), std::move(backend)));
   GenerateResult result;
   DSV41_TRY(drive(*world, steps, result));

@@ -37,6 +37,18 @@ struct GenerateResult {
 // message is the first failure's.
 Result<GenerateResult> generate(const GenerateOptions& options);
 
+// What a generation runs, decided once from the request and rank 0's program.
+struct GeneratePlan {
+  std::string prefill_phase;  // "prefill.nN" or "decode.r1"
+  int64_t segment_rows = 0;
+  int32_t eos = -1;           // -1 when generation ignores eos
+  int64_t vocab = 0;
+};
+
+// Checks the request against the world's config and settings (prompt ids in the vocabulary, prompt +
+// max tokens within the planned context, a planned segment size) and decides the plan.
+Result<GeneratePlan> plan_generation(const GenerateOptions& options, const ProgramFile& program0);
+
 // The programs of one world, rank i at index i: every rank*.fb of the folder, all present, all of
 // the same world and agreement digest.
 Result<std::vector<ProgramFile>> load_world_programs(const std::string& program_dir);

@@ -44,14 +44,8 @@ say "serve: the tiny model at world 4 (4 ranks as threads) on a free loopback po
 "$dsv41rt" serve "$work_dir/tiny-w4/rank0.fb" --model "$work_dir/dsv41-tiny" --tokenizer fixtures/dsv41-tiny/tokenizer.json \
   --served-model-name dsv41-tiny --port 0 2>"$work_dir/serve.log" &
 server=$!
-port=
-for _ in $(seq 1 600); do
-  port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work_dir/serve.log")
-  [[ -n "$port" ]] && break
-  kill -0 "$server" 2>/dev/null || { cat "$work_dir/serve.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n "$port" ]] || { cat "$work_dir/serve.log" >&2; kill "$server"; exit 1; }
+source tools/serve_port.sh
+port=$(wait_for_serve_port "$server" "$work_dir/serve.log") || { kill "$server" 2>/dev/null; exit 1; }
 
 say "curl: one chat request to http://127.0.0.1:$port/v1/chat/completions"
 curl -sS --fail-with-body "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \

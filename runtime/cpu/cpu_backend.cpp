@@ -12,4 +12,9 @@ Result<std::unique_ptr<RankSession>> CpuBackend::create(const ProgramFile& progr
   return std::unique_ptr<RankSession>(std::move(session).value());
 }
 
+Result<std::unique_ptr<Backend>> make_backend(const BackendFactory& factory, const std::string& model_dir, int world) {
+  if (factory) return factory(world);
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(model_dir, world));
+}
+
 }  // namespace dsv41::cpu

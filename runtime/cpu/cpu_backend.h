@@ -20,4 +20,8 @@ class CpuBackend final : public Backend {
   InProcessExchange exchange_;
 };
 
+// The backend `factory` makes for a world of `world` ranks, or the CPU backend when the factory is empty
+// (the default of generate and serve).
+Result<std::unique_ptr<Backend>> make_backend(const BackendFactory& factory, const std::string& model_dir, int world);
+
 }  // namespace dsv41::cpu

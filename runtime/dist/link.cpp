@@ -90,7 +90,11 @@ void Link::read_loop() {
       fail(reason, true);
       return;
     }
+    // The last frame before an orderly close: a stop, or a refused agreement (rank 0 exits right after
+    // sending it, so the end of the stream may arrive before this rank's main thread reads the refusal).
     if (frame->type == FrameType::Stop) closing_ = true;
+    if (frame->type == FrameType::Agreement && PayloadReader(frame->payload, peer_ + ": Agreement").u32("accepted") != 1)
+      closing_ = true;
     std::lock_guard lock(mutex_);
     frames_.push_back(std::move(frame).value());
     wake_.notify_all();

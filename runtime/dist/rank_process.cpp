@@ -35,40 +35,6 @@ std::vector<uint8_t> run_phase_payload(const std::string& phase, const std::vect
 }
 
 // What rank 0 drives: the phases and statics of every step, checked against the planned settings.
-struct LeaderPlan {
-  std::string prefill_phase;
-  int64_t segment_rows = 0, vocab = 0;
-  int32_t eos = -1;
-};
-
-Result<LeaderPlan> plan_leader(const GenerateOptions& o, const ProgramFile& program) {
-  const fb::Program& p = program.program();
-  DSV41_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(p.config_json()->str(), program.source()));
-  if (o.prompt.empty()) return Status::error("prompt: empty; give at least one token id");
-  for (size_t i = 0; i < o.prompt.size(); ++i)
-    if (o.prompt[i] < 0 || o.prompt[i] >= config.vocab_size)
-      return Status::errorf("prompt[{}]: token id {} outside the vocabulary 0..{}", i, o.prompt[i], config.vocab_size - 1);
-  const int64_t needed = static_cast<int64_t>(o.prompt.size()) + o.max_tokens;
-  if (o.max_tokens < 0 || needed > p.settings()->context())
-    return Status::errorf("prompt of {} tokens + max tokens {} = {} positions: outside the planned context {} of {}",
-                          o.prompt.size(), o.max_tokens, needed, p.settings()->context(), program.source());
-  LeaderPlan plan;
-  plan.vocab = config.vocab_size;
-  plan.eos = o.stop_at_eos ? static_cast<int32_t>(config.eos_token_id) : -1;
-  const auto* planned = p.settings()->prefill_rows();
-  const std::vector<int64_t> sizes = planned ? std::vector<int64_t>(planned->begin(), planned->end()) : std::vector<int64_t>{};
-  plan.segment_rows = o.segment_rows == 0 && !sizes.empty() ? sizes[0] : o.segment_rows;
-  if (plan.segment_rows == 1) {
-    plan.prefill_phase = "decode.r1";
-  } else if (std::find(sizes.begin(), sizes.end(), plan.segment_rows) != sizes.end()) {
-    plan.prefill_phase = fmt::format("prefill.n{}", plan.segment_rows);
-  } else {
-    return Status::errorf("segment rows {}: not a planned prefill size of {} (planned: [{}]; 1 runs token by token)",
-                          o.segment_rows, program.source(), fmt::join(sizes, ", "));
-  }
-  return plan;
-}
-
 class Leader {
  public:
   Leader(Control& control, cpu::CpuSession& session) : control_(control), session_(session) {}
@@ -96,7 +62,7 @@ class Leader {
   cpu::CpuSession& session_;
 };
 
-Result<GenerateResult> lead(const RankProcessOptions& o, const LeaderPlan& plan, Control& control,
+Result<GenerateResult> lead(const RankProcessOptions& o, const GeneratePlan& plan, Control& control,
                             cpu::CpuSession& session) {
   Leader leader(control, session);
   GenerateResult out;
@@ -182,9 +148,9 @@ Result<GenerateResult> generate_as_rank(const RankProcessOptions& o) {
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Control> control, Control::join(control_options, facts_of(program, "cpu")));
   // From here on a failure of this rank is every rank's: tell the others before returning it.
   auto run = [&]() -> Result<GenerateResult> {
-    LeaderPlan plan;
+    GeneratePlan plan;
     if (control->leader()) {
-      DSV41_ASSIGN_OR_RETURN(plan, plan_leader(o.generate, program));
+      DSV41_ASSIGN_OR_RETURN(plan, plan_generation(o.generate, program));
     }
     SocketExchange exchange(*control);
     DSV41_ASSIGN_OR_RETURN(auto session, cpu::CpuSession::create(program, o.generate.model_dir, exchange));

@@ -24,12 +24,7 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config)
                                                : config.model_name;
   if (app->model_name_.empty()) app->model_name_ = "dsv41";
   const int world = static_cast<int>(programs.size());
-  std::unique_ptr<Backend> backend;
-  if (config.backend) {
-    DSV41_ASSIGN_OR_RETURN(backend, config.backend(world));
-  } else {
-    backend = std::make_unique<cpu::CpuBackend>(config.model_dir, world);
-  }
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, cpu::make_backend(config.backend, config.model_dir, world));
   DSV41_ASSIGN_OR_RETURN(app->world_, World::start(std::move(programs), std::move(backend)));
   std::string tokenizer = config.tokenizer;
   if (tokenizer.empty() && fs::is_regular_file(fs::path(config.model_dir) / "tokenizer.json", ec))

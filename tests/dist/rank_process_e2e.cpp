@@ -23,14 +23,7 @@ const std::vector<int32_t> kPrompt = {5, 6, 7, 8, 9, 10, 300, 301, 1000, 17, 4};
 std::string prompt_flag() { return fmt::format("{}", fmt::join(kPrompt, ",")); }
 
 std::vector<int32_t> in_process_tokens(const test::fs::path& programs, int max_tokens, int64_t segment_rows) {
-  GenerateOptions o;
-  o.program_dir = programs.string();
-  o.model_dir = test::tiny_pack("release").string();
-  o.prompt = kPrompt;
-  o.max_tokens = max_tokens;
-  o.segment_rows = segment_rows;
-  o.stop_at_eos = false;
-  auto result = generate(o);
+  auto result = generate(test::tiny_generate_options(programs, kPrompt, max_tokens, segment_rows));
   EXPECT_TRUE(result.is_ok()) << result.status().message();
   return result.is_ok() ? result->tokens : std::vector<int32_t>{};
 }

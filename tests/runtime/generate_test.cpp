@@ -15,14 +15,7 @@ namespace {
 const std::vector<int32_t> kPrompt = {5, 6, 7, 8, 9, 10, 300, 301, 1000, 17, 4};  // 11 rows: 2 segments of 8, 3 of 4
 
 GenerateOptions options_for(const test::fs::path& programs, int max_tokens, int64_t segment_rows) {
-  GenerateOptions o;
-  o.program_dir = programs.string();
-  o.model_dir = test::tiny_pack("release").string();
-  o.prompt = kPrompt;
-  o.max_tokens = max_tokens;
-  o.segment_rows = segment_rows;
-  o.stop_at_eos = false;
-  return o;
+  return test::tiny_generate_options(programs, kPrompt, max_tokens, segment_rows);
 }
 
 // Check mode (f32 activations): worlds and segment sizes change only the order of fp32 sums, so the

@@ -143,4 +143,16 @@ CommandResult run_dsv41rt(const std::vector<std::string>& args) {
   return run_command(command);
 }
 
+GenerateOptions tiny_generate_options(const fs::path& programs, const std::vector<int32_t>& prompt, int max_tokens,
+                                      int64_t segment_rows) {
+  GenerateOptions o;
+  o.program_dir = programs.string();
+  o.model_dir = tiny_pack("release").string();
+  o.prompt = prompt;
+  o.max_tokens = max_tokens;
+  o.segment_rows = segment_rows;
+  o.stop_at_eos = false;
+  return o;
+}
+
 }  // namespace dsv41::test

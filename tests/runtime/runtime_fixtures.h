@@ -7,6 +7,7 @@
 
 #include "common/program_file.h"
 #include "compiler/plan/serving_settings.h"
+#include "runtime/generate.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41::test {
@@ -34,5 +35,9 @@ std::vector<float> dequantized_full_tensor(const fs::path& model_dir, const fb::
 std::string dsv41rt_path();
 // Runs the built dsv41-rt with `args` (each shell-quoted).
 CommandResult run_dsv41rt(const std::vector<std::string>& args);
+
+// Generation of `prompt` on the programs in `programs` over the tiny release-format pack, eos ignored.
+GenerateOptions tiny_generate_options(const fs::path& programs, const std::vector<int32_t>& prompt, int max_tokens,
+                                      int64_t segment_rows);
 
 }  // namespace dsv41::test

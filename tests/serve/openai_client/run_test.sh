@@ -20,14 +20,8 @@ trap cleanup EXIT
 "$dsv41rt" serve "$work/w2/rank0.fb" --model "$work/tiny" --tokenizer "$root/fixtures/dsv41-tiny/tokenizer.json" \
   --served-model-name tiny --port 0 2>"$work/server.log" &
 server=$!
-port=
-for _ in $(seq 1 300); do
-  port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$work/server.log")
-  [[ -n "$port" ]] && break
-  kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n "$port" ]] || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
+source "$root/tools/serve_port.sh"
+port=$(wait_for_serve_port "$server" "$work/server.log" 300)
 node "$here/run.mjs" "http://127.0.0.1:$port/v1" tiny chat
 kill -TERM "$server"
 wait "$server"
