@@ -11,6 +11,7 @@
 #include "common/kernel_launch.h"
 #include "common/numeric_formats.h"
 #include "compiler/kernels/kernel_build.h"
+#include "tests/gpu/gpu_format_variants.h"
 #include "tests/gpu/gpu_op_device.h"
 #include "tests/gpu/gpu_op_plan.h"
 
@@ -60,7 +61,8 @@ Table make_table(WeightFormat format) {
         for (int64_t c = 0; c < kHidden / 2; ++c) t.stored.push_back(static_cast<uint8_t>((r * 3 + c) & 0xFF));
       for (int64_t i = 0; i < kRows * (kHidden / 32); ++i) t.scales.push_back(scale_byte(i));
       break;
-    default: break;
+    default:
+      break;
   }
   return t;
 }
@@ -84,36 +86,34 @@ TEST(GpuDecode, EveryStoredCodeDecodesToTheCpuBits) {
   Call call;
   call.op = "embed";
   call.constants = {{"hidden", kHidden}, {"streams", 1}};
-  call.args = {{"statics", ArgKind::Statics, {}, 0}, {"table", ArgKind::Weight, {0}, 0}, {"out", ArgKind::Scratch, {0}, 0}};
+  call.args = {
+      {"statics", ArgKind::Statics, {}, 0}, {"table", ArgKind::Weight, {0}, 0}, {"out", ArgKind::Scratch, {0}, 0}};
   const BufferDecl out_decl{"out", DType::F32, {kRows, kHidden}, 0, kRows * kHidden * 4};
-  std::vector<KernelJob> jobs;
-  std::vector<CallEnv> envs;
-  for (WeightFormat f : formats) {
-    CallEnv env;
-    env.rows = kRows;
-    env.buffer = [&out_decl](const Arg&) { return &out_decl; };
-    env.weight_shape = [f](const Arg&) {
-      return std::vector<int64_t>{kRows, f == WeightFormat::FP4Row32 ? kHidden / 2 : kHidden};
-    };
-    env.weight_format = [f](int64_t) -> std::optional<WeightFormat> { return f; };
-    auto v = variant_of(call, env, s.target.arch);
-    ASSERT_TRUE(v.is_ok()) << v.status().message();
-    auto dims = launch_dims(call, env);
-    ASSERT_TRUE(dims.is_ok()) << dims.status().message();
-    jobs.push_back({*v, dims->block});
-    envs.push_back(env);
-  }
-  BuildOptions options;
-  options.cache_dir = (scratch_dir() / "decode-cache").string();
-  auto built = build_kernels(jobs, options);
-  ASSERT_TRUE(built.is_ok()) << built.status().message();
+  auto compiled = compile_per_format(
+      call, formats,
+      [&](WeightFormat f) {
+        CallEnv env;
+        env.rows = kRows;
+        env.buffer = [&out_decl](const Arg&) { return &out_decl; };
+        env.weight_shape = [f](const Arg&) {
+          return std::vector<int64_t>{kRows, f == WeightFormat::FP4Row32 ? kHidden / 2 : kHidden};
+        };
+        env.weight_format = [f](int64_t) -> std::optional<WeightFormat> { return f; };
+        return env;
+      },
+      s.target.arch, (scratch_dir() / "decode-cache").string());
+  ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
+  const std::vector<KernelJob>& jobs = compiled->jobs;
+  const std::vector<CallEnv>& envs = compiled->envs;
+  const std::vector<CompiledKernel>& built = compiled->built;
   gpu::KernelLauncher launcher(d);
   std::vector<int32_t> statics;
-  for (int64_t r = 0; r < kRows; ++r) statics.insert(statics.end(), {static_cast<int32_t>(r), 0, 0, static_cast<int32_t>(r)});
+  for (int64_t r = 0; r < kRows; ++r)
+    statics.insert(statics.end(), {static_cast<int32_t>(r), 0, 0, static_cast<int32_t>(r)});
   int64_t values_checked = 0;
   for (size_t k = 0; k < formats.size(); ++k) {
     SCOPED_TRACE(jobs[k].variant.key);
-    auto kernel = launcher.load((*built)[k].cubin, (*built)[k].variant.entry, jobs[k].variant.key);
+    auto kernel = launcher.load(built[k].cubin, built[k].variant.entry, jobs[k].variant.key);
     ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
     const Table t = make_table(formats[k]);
     std::vector<float> expected(kRows * kHidden);

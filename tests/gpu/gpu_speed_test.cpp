@@ -10,6 +10,7 @@
 
 #include "common/kernel_launch.h"
 #include "compiler/kernels/kernel_build.h"
+#include "tests/gpu/gpu_format_variants.h"
 #include "tests/gpu/gpu_op_device.h"
 #include "tests/gpu/gpu_op_plan.h"
 #include "tests/gpu/gpu_op_values.h"
@@ -45,29 +46,28 @@ TEST(GpuSpeed, LinearReadsItsWeightInEachStoredFormat) {
       out_decl{"out", DType::F32, {kRows, kOut}, 0, kRows * kOut * 4};
   const std::vector<WeightFormat> formats = {WeightFormat::F32, WeightFormat::BF16, WeightFormat::FP8Tile32,
                                              WeightFormat::FP4Row32};
-  std::vector<KernelJob> jobs;
-  std::vector<CallEnv> envs;
-  for (WeightFormat f : formats) {
-    CallEnv env;
-    env.rows = kRows;
-    env.buffer = [&](const Arg& a) { return a.ints[0] == 0 ? &x_decl : &out_decl; };
-    env.weight_shape = [f](const Arg&) { return std::vector<int64_t>{kOut, f == WeightFormat::FP4Row32 ? kIn / 2 : kIn}; };
-    env.weight_format = [f](int64_t) -> std::optional<WeightFormat> { return f; };
-    auto v = variant_of(call, env, s.target.arch);
-    ASSERT_TRUE(v.is_ok()) << v.status().message();
-    auto dims = launch_dims(call, env);
-    ASSERT_TRUE(dims.is_ok()) << dims.status().message();
-    jobs.push_back({*v, dims->block});
-    envs.push_back(env);
-  }
-  BuildOptions options;
-  options.cache_dir = (scratch_dir() / "speed-cache").string();
-  auto built = build_kernels(jobs, options);
-  ASSERT_TRUE(built.is_ok()) << built.status().message();
+  auto compiled = compile_per_format(
+      call, formats,
+      [&](WeightFormat f) {
+        CallEnv env;
+        env.rows = kRows;
+        env.buffer = [&](const Arg& a) { return a.ints[0] == 0 ? &x_decl : &out_decl; };
+        env.weight_shape = [f](const Arg&) {
+          return std::vector<int64_t>{kOut, f == WeightFormat::FP4Row32 ? kIn / 2 : kIn};
+        };
+        env.weight_format = [f](int64_t) -> std::optional<WeightFormat> { return f; };
+        return env;
+      },
+      s.target.arch, (scratch_dir() / "speed-cache").string());
+  ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
+  const std::vector<KernelJob>& jobs = compiled->jobs;
+  const std::vector<CallEnv>& envs = compiled->envs;
+  const std::vector<CompiledKernel>& built = compiled->built;
   gpu::KernelLauncher launcher(d);
   Rng rng(7);
   std::vector<int32_t> statics;
-  for (int64_t r = 0; r < kRows; ++r) statics.insert(statics.end(), {1, static_cast<int32_t>(r % 4), static_cast<int32_t>(r), 0});
+  for (int64_t r = 0; r < kRows; ++r)
+    statics.insert(statics.end(), {1, static_cast<int32_t>(r % 4), static_cast<int32_t>(r), 0});
   auto st = gpu::DeviceBuffer::from_host(d, statics.data(), statics.size() * 4);
   const std::vector<uint8_t> x_bytes = random_bytes(rng, x_decl.bytes, WeightFormat::BF16);
   auto x = gpu::DeviceBuffer::from_host(d, x_bytes.data(), x_bytes.size());
@@ -75,11 +75,15 @@ TEST(GpuSpeed, LinearReadsItsWeightInEachStoredFormat) {
   ASSERT_TRUE(st.is_ok() && x.is_ok() && out.is_ok());
   for (size_t k = 0; k < formats.size(); ++k) {
     const WeightFormat f = formats[k];
-    auto kernel = launcher.load((*built)[k].cubin, (*built)[k].variant.entry, jobs[k].variant.key);
+    auto kernel = launcher.load(built[k].cubin, built[k].variant.entry, jobs[k].variant.key);
     ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
-    const size_t bytes = f == WeightFormat::F32 ? kOut * kIn * 4 : f == WeightFormat::BF16 ? kOut * kIn * 2
-                         : f == WeightFormat::FP8Tile32 ? kOut * kIn : kOut * kIn / 2;
-    const size_t scale_bytes = f == WeightFormat::FP8Tile32 ? (kOut / 32) * (kIn / 32) : f == WeightFormat::FP4Row32 ? kOut * (kIn / 32) : 0;
+    const size_t bytes = f == WeightFormat::F32         ? kOut * kIn * 4
+                         : f == WeightFormat::BF16      ? kOut * kIn * 2
+                         : f == WeightFormat::FP8Tile32 ? kOut * kIn
+                                                        : kOut * kIn / 2;
+    const size_t scale_bytes = f == WeightFormat::FP8Tile32  ? (kOut / 32) * (kIn / 32)
+                               : f == WeightFormat::FP4Row32 ? kOut * (kIn / 32)
+                                                             : 0;
     const std::vector<uint8_t> w_bytes = random_bytes(rng, bytes, f);
     std::vector<uint8_t> s_bytes(scale_bytes);
     for (uint8_t& b : s_bytes) b = static_cast<uint8_t>(120 + rng.below(8));
@@ -101,10 +105,12 @@ TEST(GpuSpeed, LinearReadsItsWeightInEachStoredFormat) {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < kLaunches; ++i) ASSERT_TRUE(launcher.launch(*kernel, launched, envs[k], b).is_ok());
     ASSERT_TRUE(d.synchronize().is_ok());
-    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kLaunches;
-    std::printf("linear %lldx%lld, %lld rows, weight %-10s %9zu bytes (+%zu scales): %8.1f us a launch, %6.0f GB/s of weight\n",
-                static_cast<long long>(kOut), static_cast<long long>(kIn), static_cast<long long>(kRows),
-                std::string(weight_format_name(f)).c_str(), bytes, scale_bytes, us, (bytes + scale_bytes) / us / 1e3);
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / kLaunches;
+    std::printf(
+        "linear %lldx%lld, %lld rows, weight %-10s %9zu bytes (+%zu scales): %8.1f us a launch, %6.0f GB/s of weight\n",
+        static_cast<long long>(kOut), static_cast<long long>(kIn), static_cast<long long>(kRows),
+        std::string(weight_format_name(f)).c_str(), bytes, scale_bytes, us, (bytes + scale_bytes) / us / 1e3);
   }
 }
 
