@@ -26,7 +26,7 @@ say() { echo "==> test: $*"; }
 
 # Tests of the lean sanitizer pass that plan or run the whole release model or every world: each
 # already runs in the plain pass, and under ASan each takes minutes without reaching code the rest miss.
-long_under_asan='^(KernelPlan\.(Release|TinyWorldsOneToFour)|Cli\.Release|Worlds/ReleaseCoverage|SynthPack\.(Release|Sharded|SameSeed)|Generate\.EveryWorld)'
+long_under_asan='^(KernelPlan\.(Release|TinyWorldsOneToFour)|Cli\.ReleaseWorld4Shares|Worlds/ReleaseCoverage|SynthPack\.(Release|Sharded|SameSeed)|Generate\.EveryWorld)'
 
 # Runs every test that needs no GPU in one build folder (leaving out tests matching $3); returns ctest's status.
 run_tests() {
