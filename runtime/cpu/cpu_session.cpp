@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "common/pack_index.h"
+#include "runtime/phase_checks.h"
 #include "runtime/exchange.h"
 
 namespace dsv41::cpu {
@@ -136,41 +137,12 @@ Result<std::unique_ptr<CpuSession>> CpuSession::create(const ProgramFile& file, 
   return s;
 }
 
-const Phase* CpuSession::find_phase(const std::string& name) const {
-  for (const Phase& phase : calls_.phases)
-    if (phase.name == name) return &phase;
-  return nullptr;
-}
+const Phase* CpuSession::find_phase(const std::string& name) const { return find_phase_in(calls_.phases, name); }
 
-Result<size_t> CpuSession::phase_index(const Phase& phase) const {
-  const auto& phases = calls_.phases;
-  if (!phases.empty() && &phase >= phases.data() && &phase < phases.data() + phases.size())
-    return static_cast<size_t>(&phase - phases.data());
-  return Status::errorf("phase {}: not one of this session's phases (pass a phase from phases() or find_phase())",
-                        phase.name);
-}
+Result<size_t> CpuSession::phase_index(const Phase& phase) const { return index_of_phase(calls_.phases, phase); }
 
 Status CpuSession::check_statics(const Phase& phase, const std::vector<int32_t>& statics) const {
-  if (statics.size() != static_cast<size_t>(phase.rows) * kStaticsFields)
-    return Status::errorf("phase {}: statics hold {} values, expected {} rows x {} fields = {}", phase.name,
-                          statics.size(), phase.rows, static_cast<int>(kStaticsFields), phase.rows * kStaticsFields);
-  const StaticsView view{statics.data(), phase.rows};
-  for (int64_t row = 0; row < phase.rows; ++row) {
-    if (!view.active(row)) continue;
-    if (view.slot(row) >= slots_)
-      return Status::errorf("phase {}: statics row {}: slot {} outside 0..{} (settings slots {})", phase.name, row,
-                            view.slot(row), slots_ - 1, slots_);
-    if (view.position(row) < 0 || view.position(row) >= context_)
-      return Status::errorf("phase {}: statics row {}: position {} outside 0..{} (settings context {})", phase.name,
-                            row, view.position(row), context_ - 1, context_);
-    if (view.token(row) < 0 || view.token(row) >= config_.vocab_size)
-      return Status::errorf("phase {}: statics row {}: token {} outside 0..{} (vocab_size {})", phase.name, row,
-                            view.token(row), config_.vocab_size - 1, config_.vocab_size);
-    if (view.first_row(row) < 0 || view.first_row(row) > row)
-      return Status::errorf("phase {}: statics row {}: first_row {} outside 0..{}", phase.name, row,
-                            view.first_row(row), row);
-  }
-  return Status::ok();
+  return check_phase_statics(phase, statics, slots_, context_, config_.vocab_size);
 }
 
 Status CpuSession::run(const Phase& phase, const std::vector<int32_t>& statics) {

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/model_config.h"
+#include "runtime/phase_checks.h"
 #include "runtime/gpu/device_layout.h"
 
 namespace dsv41::gpu {
@@ -137,33 +138,12 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   return s;
 }
 
-const Phase* GpuSession::find_phase(const std::string& name) const {
-  for (const Phase& phase : calls_.phases)
-    if (phase.name == name) return &phase;
-  return nullptr;
-}
+const Phase* GpuSession::find_phase(const std::string& name) const { return find_phase_in(calls_.phases, name); }
 
-Result<size_t> GpuSession::phase_index(const Phase& phase) const {
-  const auto& phases = calls_.phases;
-  if (!phases.empty() && &phase >= phases.data() && &phase < phases.data() + phases.size())
-    return static_cast<size_t>(&phase - phases.data());
-  return Status::errorf("phase {}: not one of this session's phases (pass a phase from phases() or find_phase())",
-                        phase.name);
-}
+Result<size_t> GpuSession::phase_index(const Phase& phase) const { return index_of_phase(calls_.phases, phase); }
 
 Status GpuSession::check_statics(const Phase& phase, const std::vector<int32_t>& statics) const {
-  if (statics.size() != static_cast<size_t>(phase.rows) * kStaticsFields)
-    return Status::errorf("phase {}: statics hold {} values, expected {} rows x {} fields", phase.name, statics.size(),
-                          phase.rows, static_cast<int>(kStaticsFields));
-  for (int64_t row = 0; row < phase.rows; ++row) {
-    const int32_t* r = statics.data() + row * kStaticsFields;
-    if (r[kStaticSlot] < 0) continue;
-    if (r[kStaticSlot] >= slots_ || r[kStaticPosition] < 0 || r[kStaticPosition] >= context_ || r[kStaticToken] < 0 ||
-        r[kStaticToken] >= vocab_)
-      return Status::errorf("phase {}: statics row {}: slot {} (slots {}), position {} (context {}), token {} (vocab {})",
-                            phase.name, row, r[kStaticSlot], slots_, r[kStaticPosition], context_, r[kStaticToken], vocab_);
-  }
-  return Status::ok();
+  return check_phase_statics(phase, statics, slots_, context_, vocab_);
 }
 
 Status GpuSession::check_errors(size_t index) {
