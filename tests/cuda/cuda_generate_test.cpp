@@ -66,9 +66,10 @@ GenerateOptions options_for(const fs::path& programs, const fs::path& pack) {
   return o;
 }
 
-Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log) {
+Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log, std::vector<int> devices = {}) {
   gpu::CudaBackendOptions cuda;
   cuda.model_dir = o.model_dir;
+  cuda.devices = std::move(devices);
   cuda.eager = eager;
   cuda.log = log;
   o.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
@@ -130,6 +131,31 @@ TEST_F(CudaGenerate, CheckModeMatchesTheCpuAtEveryStepAndGraphsEqualEager) {
                   format.c_str(), world, graphs->tokens.size(), worst);
     }
   }
+}
+
+// Ranks that are threads of one process, one GPU each (--devices 0,1): the same bits as both ranks on
+// one GPU (the same cubins, the same host-staged exchange), so within check mode's bound of the CPU.
+TEST_F(CudaGenerate, RanksOnSeveralGpusOfOneProcessEqualRanksOnOne) {
+  auto count = device_.driver->device_count();
+  ASSERT_TRUE(count.is_ok()) << count.status().message();
+  if (*count < 2) GTEST_SKIP() << "one CUDA device on this machine; the test needs two";
+  test::TempDir dir("cuda_devices");
+  const fs::path& pack = test::tiny_pack("release");
+  plan_world(pack, 2, DType::F32, dir.path());
+  const GenerateOptions o = options_for(dir.path(), pack);
+  auto cpu = generate(o);
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  auto one = on_cuda(o, false, nullptr);
+  ASSERT_TRUE(one.is_ok()) << one.status().message();
+  auto two = on_cuda(o, false, stdout, {0, 1});
+  ASSERT_TRUE(two.is_ok()) << two.status().message();
+  EXPECT_EQ(two->tokens, cpu->tokens);
+  ASSERT_EQ(two->logits.size(), one->logits.size());
+  for (size_t step = 0; step < one->logits.size(); ++step)
+    ASSERT_EQ(0, std::memcmp(two->logits[step].data(), one->logits[step].data(), one->logits[step].size() * sizeof(float)))
+        << "step " << step << ": ranks on GPUs 0 and 1 differ from both ranks on GPU 0";
+  std::printf("[measured] world 2 on GPUs 0,1: %zu tokens equal to the CPU's, logits equal to one GPU's at every step\n",
+              two->tokens.size());
 }
 
 // BF16 mode is held to the bounds the CPU backend's own worlds are held to (tests/model,
