@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # tools/torch_ref.py — DeepSeek-V4.1 (docs/model.md) as a PyTorch user would write it: greedy decode, --compare with dsv41's logits, --time.
 """Runs the model of docs/model.md in PyTorch on a pack written by `dsv41c synth-pack` (bf16 or release
-FP8/FP4 format, dequantized once at load), world 1: a prefill of --prompt-ids, then --steps greedy decode
-steps, eager and (on CUDA) with the decode step captured in a CUDA graph.
+FP8/FP4 format, dequantized once at load), world 1: a prefill of --prompt-ids, then greedy decode steps until
+--max-tokens ids are generated (argmax, ties to the lower id, as `dsv41-rt generate --ignore-eos`), eager and (on
+CUDA) with the decode step captured in a CUDA graph. Prints the generated ids.
 
 Examples:
   dsv41c synth-pack --config fixtures/dsv41-tiny/config.json --out /tmp/tiny --format release
@@ -19,6 +20,14 @@ with --activations f32) two implementations agree to fp32 accuracy, so it fails 
 --tolerance, 1e-3 by default. In the bf16 mode the roundings amplify fp32 summation-order differences
 (docs/model.md §2: ~1 % of max|logit|, up to ~20 % at rows where an expert choice flips), so there it fails when
 the median row exceeds --tolerance (default 5e-2) or the argmax agrees on fewer than 75 % of the rows.
+The number of decode steps comes from the file (its rows less the prompt's); --max-tokens is ignored then.
+
+--time (CUDA) starts every case from caches filled with random values as if --fill positions were processed:
+decode steps at each of --rows (one sequence per row; median of --iters CUDA-graph replays, and of a few eager
+steps) and one --prefill-rows prefill from position --fill (eager). It prints ms/step and tokens/s per case;
+--json prints one object instead: {"fill", "decode": [{"rows", "graph_ms", "graph_min_ms", "graph_max_ms",
+"eager_ms", "graph_tokens_per_s", "eager_tokens_per_s"}], "prefill": {"rows", "eager_ms", "tokens_per_s"},
+"config", "mode", "torch", "gpu", "fp32_out_products"}.
 """
 import argparse
 import json
@@ -47,9 +56,10 @@ def parse_args(argv):
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="cuda or cpu")
     p.add_argument("--check-mode", action="store_true", help="fp32 everywhere, no bf16 rounding (docs/model.md §2)")
     p.add_argument("--prompt-ids", default="5,6,7", help="prompt token ids, comma separated")
-    p.add_argument("--steps", type=int, default=8, help="greedy decode steps after the prompt")
+    p.add_argument("--max-tokens", type=int, default=8, help="ids to generate (the prompt's next, then one a step)")
     p.add_argument("--eager", action="store_true", help="no CUDA graph (always so on the CPU)")
-    p.add_argument("--logits-out", help="write the logits rows (float32, every prompt row then each step)")
+    p.add_argument("--logits-out", help="write the logits as dsv41-rt --all-logits does (float32 rows: every "
+                   "prompt row, then each decode step)")
     p.add_argument("--compare", metavar="LOGITS", help="dsv41-rt generate --all-logits --logits-out file")
     p.add_argument("--tolerance", type=float, help=f"per-row max|diff|/max|logit| limit for --compare "
                    f"(default {CHECK_TOLERANCE} with --check-mode; bf16: the median row, default {BF16_MEDIAN_TOLERANCE})")
@@ -84,8 +94,7 @@ def compare(model, args, prompt, log):
         raise ValueError(f"{args.compare}: {reference.shape[0]} rows, fewer than the {len(prompt)} prompt rows "
                          "(was it written with --all-logits?)")
     forced = [int(torch.argmax(reference[len(prompt) - 1 + k])) for k in range(steps)]
-    tolerance = args.tolerance if args.tolerance is not None else \
-        (CHECK_TOLERANCE if args.check_mode else BF16_MEDIAN_TOLERANCE)
+    tolerance = compare_tolerance(args)
     passes = [("eager", False)] + ([("graph", True)] if model.device.startswith("cuda") and not args.eager else [])
     ok = True
     for name, use_graph in passes:
@@ -106,6 +115,12 @@ def compare(model, args, prompt, log):
     return ok
 
 
+def compare_tolerance(args):
+    if args.tolerance is not None:
+        return args.tolerance
+    return CHECK_TOLERANCE if args.check_mode else BF16_MEDIAN_TOLERANCE
+
+
 def main(argv):
     args = parse_args(argv)
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
@@ -120,7 +135,7 @@ def main(argv):
     for t in prompt:
         if not 0 <= t < config.vocab_size:
             raise SystemExit(f"--prompt-ids: token {t} is outside the vocabulary 0..{config.vocab_size - 1}")
-    steps = args.steps
+    steps = max(args.max_tokens - 1, 0)
     if args.compare:
         steps = os.path.getsize(args.compare) // (4 * config.vocab_size) - len(prompt)
     context = len(prompt) + max(steps, 0) + 1
@@ -144,17 +159,21 @@ def main(argv):
         return 0
     if args.compare:
         ok = compare(model, args, prompt, log)
-        limit = f"every row <= {args.tolerance or CHECK_TOLERANCE:g}" if args.check_mode else \
-            f"median row <= {args.tolerance or BF16_MEDIAN_TOLERANCE:g}, top-1 >= {BF16_MIN_TOP1:.0%}"
+        limit = f"every row <= {compare_tolerance(args):g}" if args.check_mode else \
+            f"median row <= {compare_tolerance(args):g}, top-1 >= {BF16_MIN_TOP1:.0%}"
         log(f"compare: {'PASS' if ok else 'FAIL'} ({limit})")
         return 0 if ok else 1
     logits, generated = greedy(model, prompt, steps, args.device.startswith("cuda") and not args.eager)
     if args.logits_out:
         with open(args.logits_out, "wb") as f:  # float32 little-endian rows, as dsv41-rt writes them
             f.write(logits.cpu().contiguous().numpy().tobytes())
-    print(" ".join(str(t) for t in generated))
+    print(" ".join(str(t) for t in generated[:args.max_tokens]))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except (OSError, ValueError, KeyError) as error:  # bad inputs: one line naming the input, not a trace
+        print(f"torch_ref.py: error: {error}", file=sys.stderr)
+        sys.exit(2)

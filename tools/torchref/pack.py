@@ -42,7 +42,7 @@ class PackReader:
     bytes are memory-mapped and copied to `device` on request, where they are decoded."""
 
     def __init__(self, model_dir, device):
-        self.dir, self.device, self.entries, self.maps = model_dir, device, {}, []
+        self.dir, self.device, self.entries, self.maps, self.paths = model_dir, device, {}, [], []
         shards = sorted(glob.glob(os.path.join(model_dir, "*.safetensors")))
         if not shards:
             raise ValueError(f"{model_dir}: no *.safetensors shard (write one with `dsv41c synth-pack`)")
@@ -52,6 +52,7 @@ class PackReader:
                 header = json.loads(f.read(header_bytes))
                 data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)  # writable: torch.frombuffer wants that
             self.maps.append(data)
+            self.paths.append(path)
             for name, entry in header.items():
                 if name != "__metadata__":
                     begin, end = entry["data_offsets"]
@@ -67,8 +68,9 @@ class PackReader:
         if dtype not in RAW_DTYPES:
             raise ValueError(f"{name}: dtype {dtype} is not one this reader decodes ({', '.join(RAW_DTYPES)})")
         element = torch.tensor([], dtype=RAW_DTYPES[dtype]).element_size()
-        if size == 0 and shape and 0 not in shape:
-            raise ValueError(f"{name}: no data (a --headers-only pack?)")
+        if offset + size > len(self.maps[shard]):
+            raise ValueError(f"{name}: bytes {offset}..{offset + size} lie past the end of {self.paths[shard]} "
+                             f"({len(self.maps[shard])} bytes; a --headers-only pack?)")
         flat = torch.frombuffer(self.maps[shard], dtype=RAW_DTYPES[dtype], count=size // element, offset=offset)
         return dtype, shape, flat.to(self.device).view(shape)
 

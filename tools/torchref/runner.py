@@ -23,8 +23,11 @@ class TorchModel:
         return forward(self.n, self.weights, rows, tokens, moe_path)
 
     @torch.no_grad()
-    def decode(self, state, tokens, positions, moe_path="auto"):
-        """One row per slot of `state`: token t at positions[t] of sequence t."""
+    def decode(self, state, tokens, positions, moe_path=None):
+        """One row per slot of `state`: token t at positions[t] of sequence t. The MoE takes a path a CUDA
+        graph can capture on the GPU; the CPU never captures, and its grouped path is the fastest there."""
+        if moe_path is None:
+            moe_path = "auto" if self.device.startswith("cuda") else "grouped"
         return forward(self.n, self.weights, DecodeRows(state, positions), tokens, moe_path)
 
 
