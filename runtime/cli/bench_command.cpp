@@ -28,17 +28,17 @@ Status run_bench_command(BenchFlags f) {
   for (const std::string& program : f.programs) {
     gpu::BenchOptions options = f.options;
     options.program = program;
-    DSV41_ASSIGN_OR_RETURN(const gpu::BenchReport report, gpu::run_bench(options));
-    for (const gpu::PhaseMeasure& m : report.phases) failed += !m.error.empty();
-    if (f.json)
-      std::printf("%s\n", gpu::bench_json(report).dump().c_str());  // one line per program (JSON Lines)
-    else
-      std::printf("%s\n", gpu::bench_text(report).c_str());
-    std::fflush(stdout);
-    if (!f.json_out.empty()) {
+    DSV41_TRY(gpu::run_bench(options, [&](const gpu::BenchReport& report) -> Status {
+      for (const gpu::PhaseMeasure& m : report.phases) failed += !m.error.empty();
+      if (f.json)
+        std::printf("%s\n", gpu::bench_json(report).dump().c_str());  // one line per program (JSON Lines)
+      else
+        std::printf("%s\n", gpu::bench_text(report).c_str());
+      std::fflush(stdout);
+      if (f.json_out.empty()) return Status::ok();
       lines += gpu::bench_json(report).dump() + "\n";
-      DSV41_TRY(write_file_atomic(f.json_out, lines.data(), lines.size()).with_context("--json-out"));
-    }
+      return write_file_atomic(f.json_out, lines.data(), lines.size()).with_context("--json-out");
+    }));
   }
   if (failed > 0) return Status::errorf("{} phase{} failed (see the report)", failed, failed == 1 ? "" : "s");
   return Status::ok();

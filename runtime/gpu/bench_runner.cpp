@@ -142,7 +142,7 @@ std::vector<OpTime> group_op_times(const std::vector<std::string>& ops, const st
   return out;
 }
 
-Result<BenchReport> run_bench(const BenchOptions& o) {
+Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   DSV41_TRY(check_bench_options(o));
   DSV41_ASSIGN_OR_RETURN(const ProgramFile file, ProgramFile::load(o.program));
   const fb::Program& p = file.program();
@@ -207,7 +207,7 @@ Result<BenchReport> run_bench(const BenchOptions& o) {
     say(o, "{}: failed: {}", phase->name, failed.error);
     report.phases.push_back(std::move(failed));
   }
-  return report;
+  return on_report(report);
 }
 
 }  // namespace dsv41::gpu

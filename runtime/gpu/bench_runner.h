@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,11 @@ struct BenchReport {
 };
 
 // Checks the options and the program before any device work; fails naming what stopped it (no driver:
-// libcuda's message). A phase that fails is reported in its PhaseMeasure::error and the next is measured.
-Result<BenchReport> run_bench(const BenchOptions& options);
+// libcuda's message). A phase that fails is reported in its PhaseMeasure::error and the next is
+// measured. `on_report` receives the report as soon as the last phase is measured, before the
+// session and its device memory are released; its failure is returned.
+using BenchReportSink = std::function<Status(const BenchReport&)>;
+Status run_bench(const BenchOptions& options, const BenchReportSink& on_report);
 
 // Per-op rows from per-call times (ops[i] is call i's op; a negative time: the call did not launch),
 // grouped by op, slowest first, shares of the total.
