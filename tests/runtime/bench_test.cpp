@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/program_calls.h"
+#include "compiler/synth/synth_pack.h"
 #include "runtime/gpu/bench_bytes.h"
 #include "runtime/gpu/bench_plan.h"
 #include "runtime/gpu/bench_runner.h"
@@ -83,15 +84,30 @@ TEST(BenchPlan, ABiggerWorldRunsOnlyAlone) {
   EXPECT_NE(alone.message().find("--alone is for one rank of a bigger world"), std::string::npos) << alone.message();
 }
 
+// The tiny model planned at world 1 from a headers-only release-format pack (planning reads headers
+// only, and writing no data keeps each test process well under a second).
 class BenchTiny : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    programs_ = new std::vector<ProgramFile>(test::plan_programs(test::tiny_pack("release"), 1, test::small_settings()));
+    pack_ = new test::TempDir();
+    SynthPackOptions options;
+    options.out_dir = pack_->path().string();
+    options.format = SynthFormat::Release;
+    options.headers_only = true;
+    const Status written = write_synth_pack(test::fixture_config("dsv41-tiny"),
+                                            test::read_file(test::fixture_config_path("dsv41-tiny")), options);
+    ASSERT_TRUE(written.is_ok()) << written.message();
+    programs_ = new std::vector<ProgramFile>(test::plan_programs(pack_->path(), 1, test::small_settings()));
   }
-  static void TearDownTestSuite() { delete programs_; }
+  static void TearDownTestSuite() {
+    delete programs_;
+    delete pack_;
+  }
   static const ProgramFile& program() { return programs_->at(0); }
+  static test::TempDir* pack_;
   static std::vector<ProgramFile>* programs_;
 };
+test::TempDir* BenchTiny::pack_ = nullptr;
 std::vector<ProgramFile>* BenchTiny::programs_ = nullptr;
 
 TEST_F(BenchTiny, PicksThePlannedPhasesAndNamesTheOthers) {
