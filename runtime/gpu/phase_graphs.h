@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct BoundCall {
   std::vector<int64_t> widths;     // exchange_gather: every rank's width
 };
 
+// Called around each call an observed run launches, on the host (dsv41-rt bench: CUDA events for its
+// per-op table, a read-back of the routing after a router call): `after` false just before the
+// launch, true just after it. A failure stops the run.
+using CallObserver = std::function<Status(size_t call, bool after)>;
+
 // The graphs of one phase. A segment starts at call 0 and at every call with a host-side exchange,
 // so a replay is: [host exchange] graph, [host exchange] graph, ... With an exchange that is
 // captured (world 1 here, NCCL later) a phase is one graph.
@@ -45,12 +51,16 @@ class PhaseGraphs {
 
   // Calls in phase order, one per phase call.
   void add(BoundCall call) { calls_.push_back(std::move(call)); }
+  // Launches no kernel for the calls of `op` (a rank run alone, without its peers, skips exchange_gather,
+  // whose kernel would read the other ranks' blocks). Before build.
+  void skip_op(const std::string& op);
   // Splits the calls into segments and, with `graphs`, captures each on `stream` (capture does not
   // execute) and instantiates it.
   Status build(CUstream stream, bool graphs);
   // Runs the phase on `stream`: graph replays, or each call launched when `eager` (the same
   // launches in the same order, so both give the same bits). Host exchanges synchronise `stream`.
-  Status replay(CUstream stream, DeviceExchange& exchange, bool eager);
+  // An `observer` makes the run eager and is called around each launch.
+  Status replay(CUstream stream, DeviceExchange& exchange, bool eager, const CallObserver* observer = nullptr);
   size_t graph_count() const;
 
  private:
@@ -59,7 +69,7 @@ class PhaseGraphs {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
   };
-  Status launch_range(const Segment& segment, CUstream stream);
+  Status launch_range(const Segment& segment, CUstream stream, const CallObserver* observer = nullptr);
   Status host_exchange(const BoundCall& call, CUstream stream, DeviceExchange& exchange);
   std::string where(size_t i) const;
 

@@ -7,6 +7,12 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <gtest/gtest.h>
+
+#include "compiler/plan/targets.h"
+#include "compiler/program/rank_planner.h"
+#include "tests/support/test_support.h"
+
 namespace dsv41::cuda_test {
 
 TestDevice open_test_device() {
@@ -30,6 +36,23 @@ TestDevice open_test_device() {
 std::string kernel_cache_dir() {
   if (const char* env = std::getenv("DSV41_CACHE"); env && *env) return env;
   return (std::filesystem::temp_directory_path() / ("dsv41_cuda_test_cache_" + std::to_string(getpid()))).string();
+}
+
+void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
+               const std::filesystem::path& dir) {
+  auto inputs = ModelInputs::read(pack.string());
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  PlanOptions options;
+  options.world = world;
+  options.target = *find_target("h200");
+  options.settings = settings;
+  options.build.cache_dir = kernel_cache_dir();
+  std::filesystem::create_directories(dir);
+  for (int rank = 0; rank < world; ++rank) {
+    auto plan = plan_rank(*inputs, options, rank);
+    ASSERT_TRUE(plan.is_ok()) << "world " << world << " rank " << rank << ": " << plan.status().message();
+    test::write_bytes(dir / ("rank" + std::to_string(rank) + ".fb"), plan->program);
+  }
 }
 
 }  // namespace dsv41::cuda_test

@@ -2,8 +2,10 @@
 // device, a device the h200 target's cubins do not load on), and the NVRTC cache their plans use.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
+#include "compiler/plan/serving_settings.h"
 #include "runtime/gpu/cuda_driver.h"
 
 namespace dsv41::cuda_test {
@@ -17,5 +19,10 @@ TestDevice open_test_device();
 
 // $DSV41_CACHE, else a folder of this process under the temp directory.
 std::string kernel_cache_dir();
+
+// Plans every rank of `world` of the model folder `pack` for target h200 with `settings` into
+// DIR/rank{N}.fb, compiling into kernel_cache_dir(); a failure is reported through gtest.
+void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
+               const std::filesystem::path& dir);
 
 }  // namespace dsv41::cuda_test
