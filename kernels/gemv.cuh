@@ -5,9 +5,10 @@
 // multiply-adds, per-chunk scales): within the f32 tolerance of tests/gpu/gpu_op_compare.h.
 //
 // Block shape (common/kernel_launch_products.cpp computes the same split from the same numbers):
-// 256 threads = 8 warps; a block owns gemv_columns_per_block(split) consecutive output columns and
-// kGemvRows rows; warp w serves column pair (w / split) and K slice (w % split); lanes stride the
-// slice's 16-byte chunks. Grid (ceil(R / kGemvRows), ceil(columns / columns per block)).
+// 256 threads = 8 warps; a block owns gemv_columns_per_block(split) consecutive output columns (16
+// per group of `split` warps) and kGemvRows rows; warp w serves column group w / split and K slice
+// w % split. Grid (ceil(R / kGemvRows), ceil(columns / columns per block)). Two block bodies share the
+// geometry: gemv_mma.cuh (tensor cores, bf16 x) and gemv_block below (CUDA cores, every case else).
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -15,20 +16,23 @@
 namespace dsv41k {
 namespace gemv_detail {
 
-constexpr int kGemvRows = 8;     // rows a block applies each loaded weight chunk to
-constexpr int kGemvCols = 2;     // columns a warp reads side by side (each x chunk serves both)
+constexpr int kGemvRows = 16;       // rows a block applies each loaded weight chunk to
+constexpr int kGemvGroup = 16;      // columns of one warp group (the MMA's M)
+constexpr int kGemvCols = 2;        // columns the CUDA-core body reads side by side (an x chunk serves both)
 constexpr int kGemvWarps = 8;
 constexpr int kGemvTargetBlocks = 264;  // two blocks per H200 SM: split K until the grid has this many
 
-// Warps sharing one column pair (1, 2, 4 or 8): the fewest that give kGemvTargetBlocks blocks.
+// Warps sharing one column group (1, 2, 4 or 8): the fewest that give kGemvTargetBlocks blocks.
 __device__ constexpr int gemv_split(long long columns) {
   int split = 1;
-  while (split < kGemvWarps && (columns * split + kGemvWarps * kGemvCols - 1) / (kGemvWarps * kGemvCols) <
-                                   kGemvTargetBlocks)
+  while (split < kGemvWarps &&
+         (columns * split + kGemvWarps * kGemvGroup - 1) / (kGemvWarps * kGemvGroup) < kGemvTargetBlocks)
     split *= 2;
   return split;
 }
-__device__ constexpr int gemv_columns_per_block(int split) { return kGemvWarps * kGemvCols / split; }
+__device__ constexpr int gemv_columns_per_block(int split) { return kGemvWarps * kGemvGroup / split; }
+// Shared floats a block reduces its slices in: [warp][group column][row].
+constexpr int kGemvReduceFloats = kGemvWarps * kGemvGroup * kGemvRows;
 
 // Elements of one 16-byte chunk in a stored format; 0 where the streaming path does not apply.
 __device__ constexpr int chunk_elems(int fmt) {
@@ -144,94 +148,102 @@ __device__ __forceinline__ bool gemv_applies(const void* x, const void* w, long 
   }
 }
 
-// The block's work: columns col0 .. col0 + columns per block − 1 (below `columns`) for rows row0 ..
-// row0 + kGemvRows − 1; column c reads weight row c, whose n inputs are x[r, x0(c) .. x0(c) + n).
-// x0_of(c) gives a column's first input. `red` is shared memory of kGemvWarps·kGemvCols·kGemvRows floats.
-template <int dtype_x, int format_w, int dtype_out, class X0>
+// Sums the slices of a block's partial products in slice order (a fixed order: the same bits every
+// run) and stores them; red[(warp·kGemvGroup + column in group)·kGemvRows + row] holds warp's partials.
+template <int dtype_out>
+__device__ __forceinline__ void gemv_store(Rows rows, Statics statics, Scratch out, long long out_width,
+                                           long long columns, int split, const float* red) {
+  __syncthreads();
+  const long long row0 = static_cast<long long>(blockIdx.x) * kGemvRows;
+  const int per_block = gemv_columns_per_block(split);
+  for (int t = threadIdx.x; t < per_block * kGemvRows; t += blockDim.x) {
+    const int cb = t / kGemvRows, r = t % kGemvRows;  // column within the block, row within the tile
+    const long long col = static_cast<long long>(blockIdx.y) * per_block + cb;
+    if (col >= columns || row0 + r >= rows) continue;
+    const int group = cb / kGemvGroup, c = cb % kGemvGroup;
+    float v = 0.0f;
+    for (int k = 0; k < split; ++k) v += red[((group * split + k) * kGemvGroup + c) * kGemvRows + r];
+    store<dtype_out>(out, (row0 + r) * out_width + col, row_slot(statics, row0 + r) >= 0 ? v : 0.0f);
+  }
+}
+
+// The CUDA-core body: the warp's column group two columns at a time, each pair over the warp's K
+// slice; column c reads weight row c, whose n inputs are x[r, x0_of(c) .. + n). Partials into red.
+template <int dtype_x, int format_w, class X0>
 __device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
-                                           Weight w, long long n, Scratch out, long long out_width,
-                                           long long columns, int split, float* red) {
+                                           Weight w, long long n, long long columns, int split, float* red) {
   constexpr int E = chunk_elems(format_w), RB = kGemvRows, NC = kGemvCols;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long long row0 = static_cast<long long>(blockIdx.x) * RB;
-  const int pair = warp / split, slice = warp % split;
-  const long long col0 = static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + pair * NC;
+  const int group = warp / split, slice = warp % split;
   const int nr = static_cast<int>(rows - row0 < RB ? rows - row0 : RB);
   bool active[RB];
 #pragma unroll
   for (int r = 0; r < RB; ++r) active[r] = r < nr && row_slot(statics, row0 + r) >= 0;
-  long long wrow[NC], xbase[NC];
-#pragma unroll
-  for (int j = 0; j < NC; ++j) {
-    const long long c = col0 + j < columns ? col0 + j : columns - 1;  // a missing column re-reads the last
-    wrow[j] = c;
-    xbase[j] = x0_of(c);
-  }
-  const bool same_x = NC == 1 || xbase[NC - 1] == xbase[0];
-  float acc[NC][RB];
-#pragma unroll
-  for (int j = 0; j < NC; ++j)
-#pragma unroll
-    for (int r = 0; r < RB; ++r) acc[j][r] = 0.0f;
-
   const long long chunks = n / E;
   constexpr int U = 2;  // chunks a lane keeps in flight per column
   const long long stride = 32ll * split;
-  for (long long c0 = static_cast<long long>(slice) * 32 + lane; c0 < chunks; c0 += stride * U) {
-    uint4 raw[U][NC];
-    float s[U][NC];
+  for (int pair = 0; pair < kGemvGroup / NC; ++pair) {
+    const long long col0 =
+        static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + group * kGemvGroup + pair * NC;
+    if (col0 >= columns) break;  // the same for every lane: the warp leaves together
+    long long wrow[NC], xbase[NC];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int j = 0; j < NC; ++j) {
+      const long long c = col0 + j < columns ? col0 + j : columns - 1;  // a missing column re-reads the last
+      wrow[j] = c;
+      xbase[j] = x0_of(c);
+    }
+    const bool same_x = xbase[NC - 1] == xbase[0];
+    float acc[NC][RB];
 #pragma unroll
-      for (int j = 0; j < NC; ++j) {
-        const long long c = c0 + u * stride;
-        if (c < chunks) {
-          raw[u][j] = load_chunk<format_w>(w, wrow[j], n, c);
-          s[u][j] = chunk_scale<format_w>(w, wrow[j], n, c);
-        }
-      }
+    for (int j = 0; j < NC; ++j)
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const long long c = c0 + u * stride;
-      if (c >= chunks) break;
-      float wv[NC][E];
+      for (int r = 0; r < RB; ++r) acc[j][r] = 0.0f;
+    for (long long c0 = static_cast<long long>(slice) * 32 + lane; c0 < chunks; c0 += stride * U) {
+      uint4 raw[U][NC];
+      float s[U][NC];
 #pragma unroll
-      for (int j = 0; j < NC; ++j) decode_chunk<format_w>(raw[u][j], wv[j]);
-#pragma unroll
-      for (int r = 0; r < RB; ++r) {
-        if (!active[r]) continue;
-        float xv[E];
-        load_x<dtype_x, E>(x, (row0 + r) * x_width + xbase[0] + c * E, xv);
+      for (int u = 0; u < U; ++u)
 #pragma unroll
         for (int j = 0; j < NC; ++j) {
-          if (j > 0 && !same_x) load_x<dtype_x, E>(x, (row0 + r) * x_width + xbase[j] + c * E, xv);
-          float t = 0.0f;
+          const long long c = c0 + u * stride;
+          if (c < chunks) {
+            raw[u][j] = load_chunk<format_w>(w, wrow[j], n, c);
+            s[u][j] = chunk_scale<format_w>(w, wrow[j], n, c);
+          }
+        }
 #pragma unroll
-          for (int e = 0; e < E; ++e) t = __fmaf_rn(wv[j][e], xv[e], t);
-          acc[j][r] = __fmaf_rn(__fmul_rn(t, chunk_unscale<format_w>()), s[u][j], acc[j][r]);
+      for (int u = 0; u < U; ++u) {
+        const long long c = c0 + u * stride;
+        if (c >= chunks) break;
+        float wv[NC][E];
+#pragma unroll
+        for (int j = 0; j < NC; ++j) decode_chunk<format_w>(raw[u][j], wv[j]);
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+          if (!active[r]) continue;
+          float xv[E];
+          load_x<dtype_x, E>(x, (row0 + r) * x_width + xbase[0] + c * E, xv);
+#pragma unroll
+          for (int j = 0; j < NC; ++j) {
+            if (j > 0 && !same_x) load_x<dtype_x, E>(x, (row0 + r) * x_width + xbase[j] + c * E, xv);
+            float t = 0.0f;
+#pragma unroll
+            for (int e = 0; e < E; ++e) t = __fmaf_rn(wv[j][e], xv[e], t);
+            acc[j][r] = __fmaf_rn(__fmul_rn(t, chunk_unscale<format_w>()), s[u][j], acc[j][r]);
+          }
         }
       }
     }
-  }
-  // Sum the lanes, then the split's slices in slice order (a fixed order: the same bits every run).
 #pragma unroll
-  for (int j = 0; j < NC; ++j)
+    for (int j = 0; j < NC; ++j)
 #pragma unroll
-    for (int r = 0; r < RB; ++r) {
-      const float v = warp_sum(acc[j][r]);
-      if (lane == 0) red[(warp * NC + j) * RB + r] = v;
-    }
-  __syncthreads();
-  const int per_block = gemv_columns_per_block(split);
-  for (int t = threadIdx.x; t < per_block * RB; t += blockDim.x) {
-    const int cb = t / RB, r = t % RB;  // column within the block, row within the tile
-    const long long col = static_cast<long long>(blockIdx.y) * per_block + cb;
-    if (col >= columns || r >= nr) continue;
-    const int p = cb / NC, j = cb % NC;
-    float v = 0.0f;
-    for (int k = 0; k < split; ++k) v += red[((p * split + k) * NC + j) * RB + r];
-    const bool on = row_slot(statics, row0 + r) >= 0;
-    store<dtype_out>(out, (row0 + r) * out_width + col, on ? v : 0.0f);
+      for (int r = 0; r < RB; ++r) {
+        if (r >= nr) break;
+        const float v = warp_sum(acc[j][r]);
+        if (lane == 0) red[(warp * kGemvGroup + pair * NC + j) * RB + r] = v;
+      }
   }
 }
 

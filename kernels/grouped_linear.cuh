@@ -22,7 +22,7 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   constexpr long long in_width = groups * in_per_group, out_width = groups * out_per_group;
   linear_detail::product_block<dtype_x, format_w, dtype_out>(
       rows, statics, x, in_width, [](long long col) { return (col / out_per_group) * in_per_group; }, w,
-      in_per_group, out, out_width, out_width);
+      in_per_group, out, out_width, out_width, out_per_group % gemv_detail::kGemvGroup == 0);
 #endif
 }
 

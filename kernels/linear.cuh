@@ -8,7 +8,7 @@
 // over the same grid.
 #pragma once
 
-#include "gemv.cuh"
+#include "gemv_mma.cuh"
 
 namespace dsv41k {
 namespace linear_detail {
@@ -87,21 +87,31 @@ __device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scrat
   }
 }
 
-// One block of a product over the gemv grid: the streaming path where it applies, else the fallback.
+// One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
+// BF16/FP8 weights, rows of whole K blocks, every 16-column group reading one x range: `group_x`), else
+// the CUDA-core body, else (f32 weights, rows not of whole 16-byte chunks) the warp-per-column loop.
 template <int dtype_x, int format_w, int dtype_out, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
-                                              long long columns) {
+                                              long long columns, bool group_x) {
   using namespace gemv_detail;
-  __shared__ float red[kGemvWarps * kGemvCols * kGemvRows];
+  __shared__ float red[kGemvReduceFloats];
   const int split = gemv_split(columns);
   if (static_cast<long long>(blockIdx.x) * kGemvRows >= rows) return;
-  if (gemv_applies<dtype_x, format_w>(x, w.data, x_width, x0_of(0), n))
-    gemv_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns, split,
-                                             red);
-  else
+  if (!gemv_applies<dtype_x, format_w>(x, w.data, x_width, x0_of(0), n)) {
     fallback_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns,
                                                  split);
+    return;
+  }
+  if constexpr (mma_takes(dtype_x, format_w)) {
+    if (group_x && n % (4 * chunk_elems(format_w)) == 0) {
+      gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
+      gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
+      return;
+    }
+  }
+  gemv_block<dtype_x, format_w>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+  gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
 }
 #endif
 }  // namespace linear_detail
@@ -114,7 +124,8 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
   linear_detail::product_block<dtype_x, format_w, dtype_out>(
-      rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
+      rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features,
+      true);
 #endif
 }
 
