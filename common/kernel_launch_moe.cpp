@@ -26,7 +26,8 @@ constexpr int64_t kMoeRows = 16, kMoeBlocks = 264, kMoeCols = 16;
 
 int64_t expert_shared(const Call& call, int64_t choices) {
   const int64_t f = call.constant("width"), pairs = kMoeRows * choices;
-  return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f) + 4 * (4 * pairs + 2) + 4 * kMoeCols * pairs + 4;
+  const int64_t part = std::max<int64_t>(kMoeCols * pairs, 512), reduce = 8 * kMoeCols * kMoeRows;  // 8 warps
+  return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f) + 4 * (4 * pairs + 2) + 4 * part + 4 + 4 * reduce;
 }
 
 LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {

@@ -106,6 +106,34 @@ __device__ __forceinline__ void decode_chunk(uint4 raw, float* v) {
   }
 }
 
+// Elements 8j .. 8j + 7 of the chunk, decoded as decode_chunk does (eight at a time keeps few registers live).
+template <int FMT>
+__device__ __forceinline__ void decode_group(uint4 raw, int j, float* v) {
+  const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
+  if constexpr (FMT == WF_BF16) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[2 * i] = __uint_as_float(q[i] << 16);
+      v[2 * i + 1] = __uint_as_float(q[i] & 0xFFFF0000u);
+    }
+  } else if constexpr (FMT == WF_FP4_ROW32) {
+    const unsigned w = q[j];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const unsigned t = w >> (4 * k);
+      v[k] = __uint_as_float(((t & 8u) << 28) | ((t & 7u) << 22));
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const unsigned t = q[2 * j + h] >> (8 * k);
+        v[4 * h + k] = __uint_as_float(((t & 0x80u) << 24) | ((t & 0x7Fu) << 20));
+      }
+  }
+}
+
 // E consecutive x values (16-byte aligned) as fp32.
 template <int DT, int E>
 __device__ __forceinline__ void load_x(Scratch x, long long i, float* v) {
@@ -217,23 +245,34 @@ __device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x
       for (int u = 0; u < U; ++u) {
         const long long c = c0 + u * stride;
         if (c >= chunks) break;
-        float wv[NC][E];
+        float t[NC][RB];
 #pragma unroll
-        for (int j = 0; j < NC; ++j) decode_chunk<format_w>(raw[u][j], wv[j]);
+        for (int j = 0; j < NC; ++j)
 #pragma unroll
-        for (int r = 0; r < RB; ++r) {
-          if (!active[r]) continue;
-          float xv[E];
-          load_x<dtype_x, E>(x, (row0 + r) * x_width + xbase[0] + c * E, xv);
+          for (int r = 0; r < RB; ++r) t[j][r] = 0.0f;
 #pragma unroll
-          for (int j = 0; j < NC; ++j) {
-            if (j > 0 && !same_x) load_x<dtype_x, E>(x, (row0 + r) * x_width + xbase[j] + c * E, xv);
-            float t = 0.0f;
+        for (int grp = 0; grp < E / 8; ++grp) {
+          float wv[NC][8];
 #pragma unroll
-            for (int e = 0; e < E; ++e) t = __fmaf_rn(wv[j][e], xv[e], t);
-            acc[j][r] = __fmaf_rn(__fmul_rn(t, chunk_unscale<format_w>()), s[u][j], acc[j][r]);
+          for (int j = 0; j < NC; ++j) decode_group<format_w>(raw[u][j], grp, wv[j]);
+#pragma unroll
+          for (int r = 0; r < RB; ++r) {
+            if (!active[r]) continue;
+            float xv[8];
+            load_x<dtype_x, 8>(x, (row0 + r) * x_width + xbase[0] + c * E + 8 * grp, xv);
+#pragma unroll
+            for (int j = 0; j < NC; ++j) {
+              if (j > 0 && !same_x) load_x<dtype_x, 8>(x, (row0 + r) * x_width + xbase[j] + c * E + 8 * grp, xv);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) t[j][r] = __fmaf_rn(wv[j][e], xv[e], t[j][r]);
+            }
           }
         }
+#pragma unroll
+        for (int j = 0; j < NC; ++j)
+#pragma unroll
+          for (int r = 0; r < RB; ++r)
+            if (active[r]) acc[j][r] = __fmaf_rn(__fmul_rn(t[j][r], chunk_unscale<format_w>()), s[u][j], acc[j][r]);
       }
     }
 #pragma unroll

@@ -88,8 +88,8 @@ __device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scrat
 }
 
 // One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
-// BF16/FP8 weights, rows of whole K blocks, every 16-column group reading one x range: `group_x`), else
-// the CUDA-core body, else (f32 weights, rows not of whole 16-byte chunks) the warp-per-column loop.
+// BF16/FP8/FP4 weights, every 16-column group reading one x range: `group_x`), else the CUDA-core body,
+// else (f32 weights, rows not of whole 16-byte chunks, unaligned buffers) the warp-per-column loop.
 template <int dtype_x, int format_w, int dtype_out, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
@@ -104,7 +104,7 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
     return;
   }
   if constexpr (mma_takes(dtype_x, format_w)) {
-    if (group_x && n % (4 * chunk_elems(format_w)) == 0) {
+    if (group_x) {
       gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
       gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
       return;

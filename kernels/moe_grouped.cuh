@@ -13,7 +13,7 @@
 // launch (launches of one module are ordered on its stream).
 #pragma once
 
-#include "gemv.cuh"
+#include "gemv_mma.cuh"
 
 namespace dsv41k {
 namespace moe_grouped {
@@ -24,8 +24,11 @@ constexpr int kMoeCols = 16;     // activation columns (phase 1) or output dims 
 constexpr int kWarps = 8;
 // Static shared memory of the grouped path beyond the per-row path's: the pair tables and the partials.
 // (common/kernel_launch_moe.cpp adds the same number to the launch's static shared memory.)
+__device__ constexpr long long part_floats(long long choices) {
+  return kMoeCols * kMoeRows * choices > 512 ? kMoeCols * kMoeRows * choices : 512;
+}
 __device__ constexpr long long shared_bytes(long long choices) {
-  return 4 * (4 * kMoeRows * choices + 2) + 4 * kMoeCols * kMoeRows * choices + 4;
+  return 4 * (4 * kMoeRows * choices + 2) + 4 * part_floats(choices) + 4 + 4 * kWarps * kMoeCols * kMoeRows;
 }
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -68,7 +71,7 @@ __device__ __forceinline__ void warp_rows(Weight w, long long wrow, long long n,
   if constexpr (E > 0) {
     if (chunked) {
       const long long chunks = n / E;
-      constexpr int U = 4;
+      constexpr int U = 2;
       for (long long c0 = lane; c0 < chunks; c0 += 32 * U) {
         uint4 raw[U];
         float s[U];
@@ -82,18 +85,25 @@ __device__ __forceinline__ void warp_rows(Weight w, long long wrow, long long n,
         for (int u = 0; u < U; ++u) {
           const long long c = c0 + 32 * u;
           if (c >= chunks) break;
-          float wv[E];
-          decode_chunk<FMT>(raw[u], wv);
+          float t[RB];
 #pragma unroll
-          for (int m = 0; m < RB; ++m) {
-            if (m >= nm) break;
-            float xv[E];
-            src.template chunk_at<E>(m, c * E, xv);
-            float t = 0.0f;
+          for (int m = 0; m < RB; ++m) t[m] = 0.0f;
 #pragma unroll
-            for (int e = 0; e < E; ++e) t = __fmaf_rn(wv[e], xv[e], t);
-            acc[m] = __fmaf_rn(__fmul_rn(t, chunk_unscale<FMT>()), s[u], acc[m]);
+          for (int grp = 0; grp < E / 8; ++grp) {
+            float wv[8];
+            decode_group<FMT>(raw[u], grp, wv);
+#pragma unroll
+            for (int m = 0; m < RB; ++m) {
+              if (m >= nm) break;
+              float xv[8];
+              src.template chunk_at<8>(m, c * E + 8 * grp, xv);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) t[m] = __fmaf_rn(wv[e], xv[e], t[m]);
+            }
           }
+#pragma unroll
+          for (int m = 0; m < RB; ++m)
+            if (m < nm) acc[m] = __fmaf_rn(__fmul_rn(t[m], chunk_unscale<FMT>()), s[u], acc[m]);
         }
       }
       return;
@@ -178,17 +188,35 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
                                     const float* choice_weight, WeightList w1l, WeightList w3l, WeightList w2l,
                                     Weight w1s, Weight w3s, Weight w2s, float limit, float* out, long long experts) {
   static_assert(F > 0, "the grouped path needs expert columns");
-  constexpr int P = kMoeRows * KK, C = kMoeCols, RB = kMoeRows;
+  using gemv_detail::mma_tile;
+  constexpr int P = kMoeRows * KK, C = kMoeCols, RB = kMoeRows, T = C * RB;  // T: one MMA tile's outputs
+  constexpr bool kMma = gemv_detail::mma_takes(dtype_x, fw1) && gemv_detail::mma_takes(dtype_x, fw3) &&
+                        gemv_detail::mma_takes(dtype_x, fw2);
   __shared__ Pairs<P> pairs;
-  __shared__ float part[C][P];
+  __shared__ float part[part_floats(KK)];  // phase 2: [dim][pair]; phase 1 (MMA): the gate of a tile
   __shared__ unsigned s_item;
-  float* act = g_act<static_cast<long long>(P) * F>;
+  __shared__ float red[kWarps * T];        // the MMA path's per-warp partials
   build_pairs<P, KK>(pairs, rows, statics, errors, ids, experts);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, leads = pairs.leads;
   const unsigned n1 = static_cast<unsigned>(leads) * ((F + C - 1) / C), total = n1 + (D + C - 1) / C;
   const bool x_chunks = gemv_detail::gemv_applies<dtype_x, fw1>(x, (ids ? w1l[0] : w1s).data, D, 0, D) &&
                         gemv_detail::gemv_applies<dtype_x, fw3>(x, (ids ? w3l[0] : w3s).data, D, 0, D);
+  constexpr int E2 = gemv_detail::chunk_elems(fw2);
+  const bool a_chunks = E2 > 0 && F % (E2 > 0 ? E2 : 1) == 0 &&
+                        (reinterpret_cast<unsigned long long>((ids ? w2l[0] : w2s).data) & 15) == 0;
+  // Tensor cores (bf16 x and act, both products chunked): act is stored as bf16 (exact: it is rounded
+  // to bf16 already); otherwise as f32 for the CUDA-core products.
+  const bool mma = kMma && x_chunks && a_chunks;
+  float* act = g_act<static_cast<long long>(P) * F>;
+  unsigned short* act16 = reinterpret_cast<unsigned short*>(act);
+  const unsigned short* xs = static_cast<const unsigned short*>(x);
+  // Sum of the 8 warps' partials of tile output t (column t / RB, input t % RB), in warp order.
+  auto tile_sum = [&](int t) {
+    float v = 0.0f;
+    for (int k = 0; k < kWarps; ++k) v += red[k * T + t];
+    return v;
+  };
   for (;;) {
     if (threadIdx.x == 0) s_item = atomicAdd(&g_ticket, 1u);
     __syncthreads();
@@ -200,7 +228,28 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
       const int e = pairs.expert[pairs.lead[li]];
       const Weight w1 = ids ? w1l[e] : w1s, w3 = ids ? w3l[e] : w3s;
       const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
-      for (int j = 0; j < C / kWarps; ++j) {
+      if (mma) {  // all 8 warps on the 16 columns, each a K slice; gate then up, summed in warp order
+        for (int mb = 0; mb < count; mb += RB) {
+          const int nm = count - mb < RB ? count - mb : RB;
+          const int* mem = pairs.member + m0 + mb;
+          auto xrow = [&](int i) { return static_cast<long long>(mem[i] / KK) * D; };
+          mma_tile<fw1, false>(xs, xrow, nm, w1, D, col0, F, warp, kWarps, red + warp * T);
+          __syncthreads();
+          for (int t = threadIdx.x; t < T; t += blockDim.x) part[t] = tile_sum(t);
+          __syncthreads();
+          mma_tile<fw3, false>(xs, xrow, nm, w3, D, col0, F, warp, kWarps, red + warp * T);
+          __syncthreads();
+          for (int t = threadIdx.x; t < T; t += blockDim.x) {
+            const int c = t / RB, m = t % RB;
+            if (m >= nm || col0 + c >= F) continue;
+            const int p = mem[m];
+            act16[static_cast<long long>(p) * F + col0 + c] = float_to_bf16_bits(
+                swiglu<dtype_x>(part[t], tile_sum(t), ids ? choice_weight[p] : 1.0f, limit));
+          }
+          __syncthreads();
+        }
+      }
+      for (int j = 0; !mma && j < C / kWarps; ++j) {
         const int f = col0 + warp * (C / kWarps) + j;
         if (f >= F) break;
         for (int mb = 0; mb < count; mb += RB) {
@@ -236,10 +285,22 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
       for (int li = 0; li < leads; ++li) {
         const int e = pairs.expert[pairs.lead[li]];
         const Weight w2 = ids ? w2l[e] : w2s;
-        constexpr int E2 = gemv_detail::chunk_elems(fw2);
-        const bool a_chunks = E2 > 0 && F % (E2 > 0 ? E2 : 1) == 0 && (reinterpret_cast<unsigned long long>(w2.data) & 15) == 0;
         const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
-        for (int j = 0; j < C / kWarps; ++j) {
+        if (mma) {
+          for (int mb = 0; mb < count; mb += RB) {
+            const int nm = count - mb < RB ? count - mb : RB;
+            const int* mem = pairs.member + m0 + mb;
+            mma_tile<fw2, true>(act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, w2, F, d0, D,
+                                warp, kWarps, red + warp * T);
+            __syncthreads();
+            for (int t = threadIdx.x; t < T; t += blockDim.x) {
+              const int dl = t / RB, m = t % RB;
+              if (m < nm) part[dl * P + mem[m]] = tile_sum(t);
+            }
+            __syncthreads();
+          }
+        }
+        for (int j = 0; !mma && j < C / kWarps; ++j) {
           const int dl = warp * (C / kWarps) + j, d = d0 + dl;
           if (d >= D) break;
           for (int mb = 0; mb < count; mb += RB) {
@@ -253,7 +314,7 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
             for (int m = 0; m < RB; ++m) {
               if (m >= nm) break;
               const float v = warp_sum(acc[m]);
-              if (lane == 0) part[dl][pairs.member[m0 + mb + m]] = v;
+              if (lane == 0) part[dl * P + pairs.member[m0 + mb + m]] = v;
             }
           }
         }
@@ -269,7 +330,7 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
         }
         float v = ids ? 0.0f : *o;
         for (int k = 0; k < KK; ++k)
-          if (pairs.expert[r * KK + k] >= 0) v = __fadd_rn(v, part[dl][r * KK + k]);
+          if (pairs.expert[r * KK + k] >= 0) v = __fadd_rn(v, part[dl * P + r * KK + k]);
         *o = v;
       }
       __syncthreads();  // part is rewritten by the block's next item
