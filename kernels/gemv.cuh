@@ -75,38 +75,10 @@ __device__ __forceinline__ float chunk_unscale() {
   return FMT == WF_BF16 ? 1.0f : FMT == WF_FP4_ROW32 ? 0x1p126f : 0x1p120f;
 }
 
-// The chunk's values: bf16 exactly; e4m3 as code·2^-120 and e2m1 as code·2^-126, by moving the code's
-// sign, exponent and mantissa bits into an fp32 (its subnormals then decode the formats' subnormals
-// exactly). No conversion instructions: they are a quarter of the FMA rate on the H200.
-template <int FMT>
-__device__ __forceinline__ void decode_chunk(uint4 raw, float* v) {
-  const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
-  if constexpr (FMT == WF_BF16) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[2 * i] = __uint_as_float(q[i] << 16);
-      v[2 * i + 1] = __uint_as_float(q[i] & 0xFFFF0000u);
-    }
-  } else if constexpr (FMT == WF_FP4_ROW32) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const unsigned t = q[i] >> (4 * k);
-        v[8 * i + k] = __uint_as_float(((t & 8u) << 28) | ((t & 7u) << 22));
-      }
-  } else {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const unsigned t = q[i] >> (8 * k);
-        v[4 * i + k] = __uint_as_float(((t & 0x80u) << 24) | ((t & 0x7Fu) << 20));
-      }
-  }
-}
-
-// Elements 8j .. 8j + 7 of the chunk, decoded as decode_chunk does (eight at a time keeps few registers live).
+// Elements 8j .. 8j + 7 of a chunk (eight at a time keeps few registers live): bf16 exactly; e4m3 as
+// code·2^-120 and e2m1 as code·2^-126, by moving the code's sign, exponent and mantissa bits into an fp32
+// (its subnormals then decode the formats' subnormals exactly). No conversion instructions: they run at
+// a quarter of the FMA rate on the H200.
 template <int FMT>
 __device__ __forceinline__ void decode_group(uint4 raw, int j, float* v) {
   const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};

@@ -148,12 +148,6 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
     auto id_buf = gpu::DeviceBuffer::from_host(d, ids.data(), ids.size() * 4);
     auto w_buf = gpu::DeviceBuffer::from_host(d, weights.data(), weights.size() * 4);
     ASSERT_TRUE(id_buf.is_ok() && w_buf.is_ok());
-    const CallEnv env = env_for(rows);
-    auto dims = launch_dims(call, env);
-    ASSERT_TRUE(dims.is_ok()) << dims.status().message();
-    Call launched = call;
-    launched.launch.block = dims->block;
-    std::copy(dims->grid, dims->grid + 3, launched.launch.grid);
     std::vector<gpu::LaunchBindings> b(kCalls);
     for (int c = 0; c < kCalls; ++c) {
       b[c].rows = rows;
@@ -167,9 +161,7 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
         b[c].weights = {{"w1", lists[0][0]}, {"w3", lists[1][0]}, {"w2", lists[2][0]}};
       }
     }
-    auto us = time_per_call(d, kCalls, 5, [&](int i, CUstream stream) {
-      return launcher.launch(*kernel, launched, env, b[i], stream);
-    });
+    auto us = time_call(d, launcher, *kernel, call, env_for(rows), b, kCalls, 5);
     ASSERT_TRUE(us.is_ok()) << us.status().message();
     const double per_call = static_cast<double>(bytes) / kCalls, gbps = per_call / *us / 1e3;
     std::printf("%-13s %2lld rows  %-10s %10.0f B a call: %8.2f us  %6.0f GB/s  %5.1f%% of roofline\n", op.c_str(),
@@ -179,18 +171,14 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
 }
 
 TEST(GpuSpeed, ExpertsAgainstTheStreamingReadRoofline) {
-  if (!env_text("DSV41_GPU_BENCH")) GTEST_SKIP() << "a measurement: set DSV41_GPU_BENCH=1";
-  GpuSetup s = gpu_setup();
-  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  if (!s.device) GTEST_SKIP() << "needs the GPU";
-  gpu::CudaDriver& d = *s.device->driver;
-  auto roof = streaming_read_gbps(d, s.target.arch, size_t{1} << 30);
-  ASSERT_TRUE(roof.is_ok()) << roof.status().message();
-  std::printf("roofline: streaming read of 1 GiB at %.0f GB/s\n", *roof);
-  bench(d, s.target.arch, *roof, "moe_experts", WeightFormat::FP4Row32);
-  bench(d, s.target.arch, *roof, "moe_experts", WeightFormat::BF16);
-  bench(d, s.target.arch, *roof, "shared_expert", WeightFormat::FP8Tile32);
-  bench(d, s.target.arch, *roof, "shared_expert", WeightFormat::BF16);
+  const BenchDevice b = bench_device();
+  if (!b.skip.empty()) GTEST_SKIP() << b.skip;
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  gpu::CudaDriver& d = *b.driver;
+  bench(d, b.arch, b.roof_gbps, "moe_experts", WeightFormat::FP4Row32);
+  bench(d, b.arch, b.roof_gbps, "moe_experts", WeightFormat::BF16);
+  bench(d, b.arch, b.roof_gbps, "shared_expert", WeightFormat::FP8Tile32);
+  bench(d, b.arch, b.roof_gbps, "shared_expert", WeightFormat::BF16);
 }
 
 }  // namespace

@@ -53,14 +53,10 @@ size_t scale_bytes(WeightFormat f, int64_t out, int64_t in) {
 }
 
 TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
-  if (!env_text("DSV41_GPU_BENCH")) GTEST_SKIP() << "a measurement: set DSV41_GPU_BENCH=1";
-  GpuSetup s = gpu_setup();
-  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  if (!s.device) GTEST_SKIP() << "needs the GPU";
-  gpu::CudaDriver& d = *s.device->driver;
-  auto roof = streaming_read_gbps(d, s.target.arch, size_t{1} << 30);
-  ASSERT_TRUE(roof.is_ok()) << roof.status().message();
-  std::printf("roofline: streaming read of 1 GiB at %.0f GB/s\n", *roof);
+  const BenchDevice b = bench_device();
+  if (!b.skip.empty()) GTEST_SKIP() << b.skip;
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  gpu::CudaDriver& d = *b.driver;
   const std::vector<WeightFormat> formats = {WeightFormat::BF16, WeightFormat::FP8Tile32, WeightFormat::FP4Row32};
   constexpr int64_t kMaxRows = 16;
   gpu::KernelLauncher launcher(d);
@@ -88,7 +84,7 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
       return env;
     };
     auto compiled = compile_per_format(call, formats, [&](WeightFormat f) { return env_for(f, kMaxRows); },
-                                       s.target.arch, (scratch_dir() / "speed-cache").string());
+                                       b.arch, (scratch_dir() / "speed-cache").string());
     ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
     const std::vector<uint8_t> x_bytes = random_bytes(rng, x_decl.bytes, WeightFormat::BF16);
     auto x = gpu::DeviceBuffer::from_host(d, x_bytes.data(), x_bytes.size());
@@ -102,7 +98,7 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
       const size_t wb = weight_bytes(f, shape.out, shape.in), sb = scale_bytes(f, shape.out, shape.in);
       const std::vector<uint8_t> w_bytes = random_bytes(rng, wb, f);
       std::vector<uint8_t> s_bytes(sb);
-      for (uint8_t& b : s_bytes) b = static_cast<uint8_t>(120 + rng.below(8));
+      for (uint8_t& v : s_bytes) v = static_cast<uint8_t>(120 + rng.below(8));
       // Copies of the weight so that a graph's calls read DRAM, not L2.
       const size_t copies = std::max<size_t>(2, std::min<size_t>(kCallsPerGraph, kBeyondL2 / (wb + sb) + 1));
       std::vector<gpu::DeviceBuffer> ws, ss;
@@ -111,12 +107,6 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
         if (sb) ss.push_back(std::move(gpu::DeviceBuffer::from_host(d, s_bytes.data(), sb)).value());
       }
       for (int64_t rows : kRowCounts) {
-        const CallEnv env = env_for(f, rows);
-        auto dims = launch_dims(call, env);
-        ASSERT_TRUE(dims.is_ok()) << dims.status().message();
-        Call launched = call;
-        launched.launch.block = dims->block;
-        std::copy(dims->grid, dims->grid + 3, launched.launch.grid);
         std::vector<gpu::LaunchBindings> bindings(copies);
         for (size_t c = 0; c < copies; ++c) {
           bindings[c].rows = rows;
@@ -124,15 +114,13 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
           bindings[c].scratch = {{"x", x->ptr()}, {"out", out->ptr()}};
           bindings[c].weights["w"] = {ws[c].ptr(), sb ? ss[c].ptr() : 0};
         }
-        auto us = time_per_call(d, kCallsPerGraph, 7, [&](int i, CUstream stream) {
-          return launcher.launch(*kernel, launched, env, bindings[i % copies], stream);
-        });
+        auto us = time_call(d, launcher, *kernel, call, env_for(f, rows), bindings, kCallsPerGraph, 7);
         ASSERT_TRUE(us.is_ok()) << us.status().message();
         const double gbps = (wb + sb) / *us / 1e3;
         std::printf("linear %-9s %5lldx%-5lld %2lld rows  %-10s %9zu B: %8.2f us  %6.0f GB/s  %5.1f%% of roofline\n",
                     shape.what, static_cast<long long>(shape.out), static_cast<long long>(shape.in),
                     static_cast<long long>(rows), std::string(weight_format_name(f)).c_str(), wb + sb, *us, gbps,
-                    100.0 * gbps / *roof);
+                    100.0 * gbps / b.roof_gbps);
       }
     }
   }

@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "compiler/kernels/kernel_build.h"
-#include "runtime/gpu/kernel_launcher.h"
+#include "tests/gpu/gpu_op_device.h"
+#include "tests/gpu/gpu_op_values.h"
 
 namespace dsv41::gpu_test {
 
@@ -38,6 +39,17 @@ Result<double> time_per_call(gpu::CudaDriver& d, int count, int replays,
   if (!st.is_ok()) return st;
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
+}
+
+Result<double> time_call(gpu::CudaDriver& d, gpu::KernelLauncher& launcher, int32_t kernel, const Call& call,
+                         const CallEnv& env, const std::vector<gpu::LaunchBindings>& bindings, int count, int replays) {
+  DSV41_ASSIGN_OR_RETURN(LaunchDims dims, launch_dims(call, env));
+  Call launched = call;
+  launched.launch.block = dims.block;
+  std::copy(dims.grid, dims.grid + 3, launched.launch.grid);
+  return time_per_call(d, count, replays, [&](int i, CUstream stream) {
+    return launcher.launch(kernel, launched, env, bindings[i % bindings.size()], stream);
+  });
 }
 
 namespace {
@@ -78,6 +90,27 @@ Result<double> streaming_read_gbps(gpu::CudaDriver& d, const std::string& arch, 
   d.cuModuleUnload(module);
   if (!us.is_ok()) return us.status();
   return bytes / *us / 1e3;
+}
+
+BenchDevice bench_device() {
+  BenchDevice b;
+  if (!env_text("DSV41_GPU_BENCH")) {
+    b.skip = "a measurement: set DSV41_GPU_BENCH=1";
+    return b;
+  }
+  GpuSetup s = gpu_setup();
+  b.skip = !s.skip.empty() ? s.skip : !s.device ? "needs the GPU" : "";
+  if (!b.skip.empty()) return b;
+  b.driver = s.device->driver;
+  b.arch = s.target.arch;
+  auto roof = streaming_read_gbps(*b.driver, b.arch, size_t{1} << 30);
+  if (!roof.is_ok()) {
+    b.error = roof.status().message();
+    return b;
+  }
+  b.roof_gbps = *roof;
+  std::printf("roofline: streaming read of 1 GiB at %.0f GB/s\n", b.roof_gbps);
+  return b;
 }
 
 }  // namespace dsv41::gpu_test
