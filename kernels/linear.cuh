@@ -88,12 +88,13 @@ __device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scrat
 }
 
 // One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
-// BF16/FP8/FP4 weights, every 16-column group reading one x range: `group_x`), else the CUDA-core body,
-// else (f32 weights, rows not of whole 16-byte chunks, unaligned buffers) the warp-per-column loop.
-template <int dtype_x, int format_w, int dtype_out, class X0>
+// BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX), else the CUDA-core body
+// (not compiled where the tensor-core body takes the variant: NVRTC time), else (f32 weights, rows not
+// of whole 16-byte chunks, unaligned buffers) the warp-per-column loop.
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
-                                              long long columns, bool group_x) {
+                                              long long columns) {
   using namespace gemv_detail;
   __shared__ float red[kGemvReduceFloats];
   const int split = gemv_split(columns);
@@ -103,14 +104,10 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
                                                  split);
     return;
   }
-  if constexpr (mma_takes(dtype_x, format_w)) {
-    if (group_x) {
-      gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
-      gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
-      return;
-    }
-  }
-  gemv_block<dtype_x, format_w>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+  if constexpr (mma_takes(dtype_x, format_w) && kGroupX)
+    gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
+  else
+    gemv_block<dtype_x, format_w>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
   gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
 }
 #endif
@@ -123,9 +120,8 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
                                        Int out_features) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
-  linear_detail::product_block<dtype_x, format_w, dtype_out>(
-      rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features,
-      true);
+  linear_detail::product_block<dtype_x, format_w, dtype_out, true>(
+      rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
 #endif
 }
 

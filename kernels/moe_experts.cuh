@@ -77,10 +77,10 @@ __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors e
 
   if constexpr (F > 0) {
     if (rows <= moe_grouped::kMoeRows) {
-      moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, D, F, K>(
-          rows, statics, errors, x, static_cast<const int*>(ids), static_cast<const float*>(weights), w1, w3, w2,
-          Weight{}, Weight{}, Weight{}, limit, static_cast<float*>(out), experts);
-      return;
+      if (moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, D, F, K>(
+              rows, statics, errors, x, static_cast<const int*>(ids), static_cast<const float*>(weights), w1, w3, w2,
+              Weight{}, Weight{}, Weight{}, limit, static_cast<float*>(out), experts))
+        return;
     }
   }
   const long long r = blockIdx.x;

@@ -182,9 +182,10 @@ __device__ __forceinline__ void build_pairs(Pairs<P>& pairs, Rows rows, Statics 
 }
 
 // The grouped experts of a step of at most kMoeRows rows (file comment). ids null: the shared expert
-// (every active row, weight 1, added onto out); else out = Σ over each row's choices, from 0.
+// (every active row, weight 1, added onto out); else out = Σ over each row's choices, from 0. False:
+// declined before touching anything (the caller runs its per-row path).
 template <int dtype_x, int fw1, int fw3, int fw2, int D, int F, int KK>
-__device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, Scratch x, const int* ids,
+__device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, Scratch x, const int* ids,
                                     const float* choice_weight, WeightList w1l, WeightList w3l, WeightList w2l,
                                     Weight w1s, Weight w3s, Weight w2s, float limit, float* out, long long experts) {
   static_assert(F > 0, "the grouped path needs expert columns");
@@ -207,7 +208,11 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
                         (reinterpret_cast<unsigned long long>((ids ? w2l[0] : w2s).data) & 15) == 0;
   // Tensor cores (bf16 x and act, both products chunked): act is stored as bf16 (exact: it is rounded
   // to bf16 already); otherwise as f32 for the CUDA-core products.
-  const bool mma = kMma && x_chunks && a_chunks;
+  // Variants with tensor cores compile no CUDA-core products (NVRTC time): shapes they cannot take
+  // (never for whole 128-column expert shares and aligned buffers) go to the caller's per-row path.
+  if constexpr (kMma) {
+    if (!x_chunks || !a_chunks) return false;
+  }
   float* act = g_act<static_cast<long long>(P) * F>;
   unsigned short* act16 = reinterpret_cast<unsigned short*>(act);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
@@ -228,7 +233,7 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
       const int e = pairs.expert[pairs.lead[li]];
       const Weight w1 = ids ? w1l[e] : w1s, w3 = ids ? w3l[e] : w3s;
       const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
-      if (mma) {  // all 8 warps on the 16 columns, each a K slice; gate then up, summed in warp order
+      if constexpr (kMma) {  // all 8 warps on the 16 columns, each a K slice; gate then up, summed in warp order
         for (int mb = 0; mb < count; mb += RB) {
           const int nm = count - mb < RB ? count - mb : RB;
           const int* mem = pairs.member + m0 + mb;
@@ -249,7 +254,7 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
           __syncthreads();
         }
       }
-      for (int j = 0; !mma && j < C / kWarps; ++j) {
+      if constexpr (!kMma) for (int j = 0; j < C / kWarps; ++j) {
         const int f = col0 + warp * (C / kWarps) + j;
         if (f >= F) break;
         for (int mb = 0; mb < count; mb += RB) {
@@ -286,7 +291,7 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
         const int e = pairs.expert[pairs.lead[li]];
         const Weight w2 = ids ? w2l[e] : w2s;
         const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
-        if (mma) {
+        if constexpr (kMma) {
           for (int mb = 0; mb < count; mb += RB) {
             const int nm = count - mb < RB ? count - mb : RB;
             const int* mem = pairs.member + m0 + mb;
@@ -300,7 +305,7 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
             __syncthreads();
           }
         }
-        for (int j = 0; !mma && j < C / kWarps; ++j) {
+        if constexpr (!kMma) for (int j = 0; j < C / kWarps; ++j) {
           const int dl = warp * (C / kWarps) + j, d = d0 + dl;
           if (d >= D) break;
           for (int mb = 0; mb < count; mb += RB) {
@@ -342,6 +347,7 @@ __device__ __forceinline__ void run(Rows rows, Statics statics, Errors errors, S
     __threadfence();
     g_exited = 0;
   }
+  return true;
 }
 
 #endif  // DSV41_CONTRACT_SCAN

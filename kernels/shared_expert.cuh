@@ -27,10 +27,10 @@ __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratc
 
   if constexpr (F > 0) {
     if (rows <= moe_grouped::kMoeRows) {
-      moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, D, F, 1>(rows, statics, nullptr, x, nullptr, nullptr,
-                                                                          nullptr, nullptr, nullptr, w1, w3, w2, limit,
-                                                                          static_cast<float*>(out), 1);
-      return;
+      if (moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, D, F, 1>(
+              rows, statics, nullptr, x, nullptr, nullptr, nullptr, nullptr, nullptr, w1, w3, w2, limit,
+              static_cast<float*>(out), 1))
+        return;
     }
   }
   const long long r = blockIdx.x;
