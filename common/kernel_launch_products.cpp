@@ -6,8 +6,9 @@ namespace dsv41 {
 namespace {
 
 // kernels/gemv.cuh's grid: 8 warps a block, each serving a group of 16 columns over a K slice; `split`
-// warps share a group (split-K) until the grid has kTargetBlocks blocks; 16 rows a block. gemv_split / gemv_columns_per_block there
-// compute the same numbers on the device: keep them equal (the GPU op tests fail otherwise).
+// warps share a group (split-K) until the grid has kTargetBlocks blocks; 16 rows a block. gemv_split /
+// gemv_columns_per_block there compute the same numbers on the device: keep them equal (the GPU op tests fail
+// otherwise).
 LaunchDims gemv_grid(int64_t columns, const CallEnv& env) {
   constexpr int64_t kWarps = 8, kGroup = 16, kRows = 16, kTargetBlocks = 264;
   int64_t split = 1;

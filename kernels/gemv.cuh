@@ -16,9 +16,9 @@
 namespace dsv41k {
 namespace gemv_detail {
 
-constexpr int kGemvRows = 16;       // rows a block applies each loaded weight chunk to
-constexpr int kGemvGroup = 16;      // columns of one warp group (the MMA's M)
-constexpr int kGemvCols = 2;        // columns the CUDA-core body reads side by side (an x chunk serves both)
+constexpr int kGemvRows = 16;   // rows a block applies each loaded weight chunk to
+constexpr int kGemvGroup = 16;  // columns of one warp group (the MMA's M)
+constexpr int kGemvCols = 2;    // columns the CUDA-core body reads side by side (an x chunk serves both)
 constexpr int kGemvWarps = 8;
 constexpr int kGemvTargetBlocks = 264;  // two blocks per H200 SM: split K until the grid has this many
 
@@ -170,8 +170,8 @@ __device__ __forceinline__ void gemv_store(Rows rows, Statics statics, Scratch o
 // The CUDA-core body: the warp's column group two columns at a time, each pair over the warp's K
 // slice; column c reads weight row c, whose n inputs are x[r, x0_of(c) .. + n). Partials into red.
 template <int dtype_x, int format_w, class X0>
-__device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
-                                           Weight w, long long n, long long columns, int split, float* red) {
+__device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of, Weight w,
+                                           long long n, long long columns, int split, float* red) {
   constexpr int E = chunk_elems(format_w), RB = kGemvRows, NC = kGemvCols;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long long row0 = static_cast<long long>(blockIdx.x) * RB;

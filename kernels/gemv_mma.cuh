@@ -20,8 +20,8 @@ namespace gemv_detail {
 // Whether the tensor-core body takes (dtype_x, format_w): bf16 x (exact in the MMA) and a format decoded
 // to exact bf16 in registers. f32 x takes the CUDA-core body.
 __device__ constexpr bool mma_takes(int dtype_x, int format_w) {
-  return dtype_x == DT_BF16 && (format_w == WF_BF16 || format_w == WF_FP8_TILE32 || format_w == WF_FP8_ROW32 ||
-                                format_w == WF_FP4_ROW32);
+  return dtype_x == DT_BF16 &&
+         (format_w == WF_BF16 || format_w == WF_FP8_TILE32 || format_w == WF_FP8_ROW32 || format_w == WF_FP4_ROW32);
 }
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -101,7 +101,8 @@ __device__ __forceinline__ void weight_words(Weight w, long long row, long long 
   } else if constexpr (FMT == WF_FP4_ROW32) {
     fp4_to_bf16(raw, bf16_scale(w.scales[row * (n >> 5) + c], 126u), words);
   } else {
-    const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + ((c * 16) >> 5) : (row * n + c * 16) >> 5;
+    const long long si =
+        FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + ((c * 16) >> 5) : (row * n + c * 16) >> 5;
     fp8_to_bf16(raw, bf16_scale(w.scales[si], 120u), words);
   }
 }
@@ -117,7 +118,8 @@ __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, in
   constexpr int U = FMT == WF_FP4_ROW32 ? 2 : 4;  // K blocks a lane keeps in flight
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   float d[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-  const long long c0 = gcol + g < columns ? gcol + g : columns - 1, c1 = gcol + g + 8 < columns ? gcol + g + 8 : columns - 1;
+  const long long c0 = gcol + g < columns ? gcol + g : columns - 1,
+                  c1 = gcol + g + 8 < columns ? gcol + g + 8 : columns - 1;
   const long long xr0 = g < nrows ? xrow(g) : -1, xr1 = g + 8 < nrows ? xrow(g + 8) : -1;
   const long long chunks = n / E, blocks = (chunks + 3) / 4;  // K blocks of 4 chunks, one a lane
   for (long long kb = slice; kb < blocks; kb += static_cast<long long>(split) * U) {
@@ -165,7 +167,8 @@ __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, in
           for (int j = 0; j < W; ++j) xw[j] = xp[j];
         }
 #pragma unroll
-        for (int s = 0; s < W / 2; ++s) mma_bf16(d[tile], wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1], xw[2 * s], xw[2 * s + 1]);
+        for (int s = 0; s < W / 2; ++s)
+          mma_bf16(d[tile], wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1], xw[2 * s], xw[2 * s + 1]);
       }
     }
   }
@@ -182,8 +185,8 @@ __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, in
 
 // The tensor-core body of the GEMV: the warp's column group and K slice into red (gemv_store sums them).
 template <int format_w, class X0>
-__device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x_width, X0 x0_of, Weight w,
-                                               long long n, long long columns, int split, float* red) {
+__device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x_width, X0 x0_of, Weight w, long long n,
+                                               long long columns, int split, float* red) {
   const int warp = threadIdx.x >> 5, group = warp / split, slice = warp % split;
   const long long row0 = static_cast<long long>(blockIdx.x) * kGemvRows;
   const long long gcol = static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + group * kGemvGroup;
@@ -193,8 +196,9 @@ __device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x
     return;
   }
   const long long x0 = x0_of(gcol), nrows = rows - row0 < kGemvRows ? rows - row0 : kGemvRows;
-  mma_tile<format_w, false>(static_cast<const unsigned short*>(x), [&](int i) { return (row0 + i) * x_width + x0; },
-                            static_cast<int>(nrows), w, n, gcol, columns, slice, split, mine);
+  mma_tile<format_w, false>(
+      static_cast<const unsigned short*>(x), [&](int i) { return (row0 + i) * x_width + x0; }, static_cast<int>(nrows),
+      w, n, gcol, columns, slice, split, mine);
 }
 
 #endif  // DSV41_CONTRACT_SCAN

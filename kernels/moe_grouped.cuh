@@ -53,10 +53,10 @@ __device__ __align__(16) float g_act[N];  // [pair][F]: act of (row, choice) pai
 // The pairs of the step grouped by expert, built once per block in shared memory.
 template <int P>
 struct Pairs {
-  int expert[P];    // expert of pair p, or -1 (inactive row, or an id out of range)
-  int leads;        // distinct experts, in order of first pick
-  int lead[P];      // their first pairs
-  int start[P + 1]; // members of lead i: member[start[i] .. start[i + 1])
+  int expert[P];     // expert of pair p, or -1 (inactive row, or an id out of range)
+  int leads;         // distinct experts, in order of first pick
+  int lead[P];       // their first pairs
+  int start[P + 1];  // members of lead i: member[start[i] .. start[i + 1])
   int member[P];
 };
 
@@ -196,7 +196,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
   __shared__ Pairs<P> pairs;
   __shared__ float part[part_floats(KK)];  // phase 2: [dim][pair]; phase 1 (MMA): the gate of a tile
   __shared__ unsigned s_item;
-  __shared__ float red[kWarps * T];        // the MMA path's per-warp partials
+  __shared__ float red[kWarps * T];  // the MMA path's per-warp partials
   build_pairs<P, KK>(pairs, rows, statics, errors, ids, experts);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, leads = pairs.leads;
@@ -248,33 +248,34 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
             const int c = t / RB, m = t % RB;
             if (m >= nm || col0 + c >= F) continue;
             const int p = mem[m];
-            act16[static_cast<long long>(p) * F + col0 + c] = float_to_bf16_bits(
-                swiglu<dtype_x>(part[t], tile_sum(t), ids ? choice_weight[p] : 1.0f, limit));
+            act16[static_cast<long long>(p) * F + col0 + c] =
+                float_to_bf16_bits(swiglu<dtype_x>(part[t], tile_sum(t), ids ? choice_weight[p] : 1.0f, limit));
           }
           __syncthreads();
         }
       }
-      if constexpr (!kMma) for (int j = 0; j < C / kWarps; ++j) {
-        const int f = col0 + warp * (C / kWarps) + j;
-        if (f >= F) break;
-        for (int mb = 0; mb < count; mb += RB) {
-          const int nm = count - mb < RB ? count - mb : RB;
-          const XSource<dtype_x, KK> src{x, pairs.member + m0 + mb, D};
-          float g[RB], u[RB];
+      if constexpr (!kMma)
+        for (int j = 0; j < C / kWarps; ++j) {
+          const int f = col0 + warp * (C / kWarps) + j;
+          if (f >= F) break;
+          for (int mb = 0; mb < count; mb += RB) {
+            const int nm = count - mb < RB ? count - mb : RB;
+            const XSource<dtype_x, KK> src{x, pairs.member + m0 + mb, D};
+            float g[RB], u[RB];
 #pragma unroll
-          for (int m = 0; m < RB; ++m) g[m] = u[m] = 0.0f;
-          warp_rows<fw1, RB>(w1, f, D, nm, src, x_chunks, g);
-          warp_rows<fw3, RB>(w3, f, D, nm, src, x_chunks, u);
+            for (int m = 0; m < RB; ++m) g[m] = u[m] = 0.0f;
+            warp_rows<fw1, RB>(w1, f, D, nm, src, x_chunks, g);
+            warp_rows<fw3, RB>(w3, f, D, nm, src, x_chunks, u);
 #pragma unroll
-          for (int m = 0; m < RB; ++m) {
-            if (m >= nm) break;
-            const float gs = warp_sum(g[m]), us = warp_sum(u[m]);
-            const int p = pairs.member[m0 + mb + m];
-            if (lane == 0) act[static_cast<long long>(p) * F + f] =
-                swiglu<dtype_x>(gs, us, ids ? choice_weight[p] : 1.0f, limit);
+            for (int m = 0; m < RB; ++m) {
+              if (m >= nm) break;
+              const float gs = warp_sum(g[m]), us = warp_sum(u[m]);
+              const int p = pairs.member[m0 + mb + m];
+              if (lane == 0)
+                act[static_cast<long long>(p) * F + f] = swiglu<dtype_x>(gs, us, ids ? choice_weight[p] : 1.0f, limit);
+            }
           }
         }
-      }
       __syncthreads();
       if (threadIdx.x == 0) {
         __threadfence();
@@ -295,8 +296,9 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
           for (int mb = 0; mb < count; mb += RB) {
             const int nm = count - mb < RB ? count - mb : RB;
             const int* mem = pairs.member + m0 + mb;
-            mma_tile<fw2, true>(act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, w2, F, d0, D,
-                                warp, kWarps, red + warp * T);
+            mma_tile<fw2, true>(
+                act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, w2, F, d0, D, warp, kWarps,
+                red + warp * T);
             __syncthreads();
             for (int t = threadIdx.x; t < T; t += blockDim.x) {
               const int dl = t / RB, m = t % RB;
@@ -305,24 +307,25 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
             __syncthreads();
           }
         }
-        if constexpr (!kMma) for (int j = 0; j < C / kWarps; ++j) {
-          const int dl = warp * (C / kWarps) + j, d = d0 + dl;
-          if (d >= D) break;
-          for (int mb = 0; mb < count; mb += RB) {
-            const int nm = count - mb < RB ? count - mb : RB;
-            const ActSource src{act, pairs.member + m0 + mb, F};
-            float acc[RB];
+        if constexpr (!kMma)
+          for (int j = 0; j < C / kWarps; ++j) {
+            const int dl = warp * (C / kWarps) + j, d = d0 + dl;
+            if (d >= D) break;
+            for (int mb = 0; mb < count; mb += RB) {
+              const int nm = count - mb < RB ? count - mb : RB;
+              const ActSource src{act, pairs.member + m0 + mb, F};
+              float acc[RB];
 #pragma unroll
-            for (int m = 0; m < RB; ++m) acc[m] = 0.0f;
-            warp_rows<fw2, RB>(w2, d, F, nm, src, a_chunks, acc);
+              for (int m = 0; m < RB; ++m) acc[m] = 0.0f;
+              warp_rows<fw2, RB>(w2, d, F, nm, src, a_chunks, acc);
 #pragma unroll
-            for (int m = 0; m < RB; ++m) {
-              if (m >= nm) break;
-              const float v = warp_sum(acc[m]);
-              if (lane == 0) part[dl * P + pairs.member[m0 + mb + m]] = v;
+              for (int m = 0; m < RB; ++m) {
+                if (m >= nm) break;
+                const float v = warp_sum(acc[m]);
+                if (lane == 0) part[dl * P + pairs.member[m0 + mb + m]] = v;
+              }
             }
           }
-        }
       }
       __syncthreads();
       for (int t = threadIdx.x; t < C * rows; t += blockDim.x) {

@@ -66,7 +66,8 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
   std::iota(w2_ids.begin(), w2_ids.end(), 2 * experts);
   const ArgKind wk = routed ? ArgKind::WeightList : ArgKind::Weight;
   call.args = {{"x", ArgKind::Scratch, {0}, 0}};
-  if (routed) call.args.insert(call.args.end(), {{"ids", ArgKind::Scratch, {1}, 0}, {"weights", ArgKind::Scratch, {2}, 0}});
+  if (routed)
+    call.args.insert(call.args.end(), {{"ids", ArgKind::Scratch, {1}, 0}, {"weights", ArgKind::Scratch, {2}, 0}});
   call.args.insert(call.args.end(), {{"w1", wk, routed ? w1_ids : std::vector<int64_t>{0}, 0},
                                      {"w3", wk, routed ? w3_ids : std::vector<int64_t>{1}, 0},
                                      {"w2", wk, routed ? w2_ids : std::vector<int64_t>{2}, 0},
@@ -89,11 +90,12 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
     env.weight_format = [f](int64_t) -> std::optional<WeightFormat> { return f; };
     return env;
   };
-  auto compiled = compile_per_format(call, {f}, [&](WeightFormat) { return env_for(kMaxRows); }, arch,
-                                     (scratch_dir() / "speed-cache").string());
+  auto compiled = compile_per_format(
+      call, {f}, [&](WeightFormat) { return env_for(kMaxRows); }, arch, (scratch_dir() / "speed-cache").string());
   ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
   gpu::KernelLauncher launcher(d);
-  auto kernel = launcher.load(compiled->built[0].cubin, compiled->built[0].variant.entry, compiled->jobs[0].variant.key);
+  auto kernel =
+      launcher.load(compiled->built[0].cubin, compiled->built[0].variant.entry, compiled->jobs[0].variant.key);
   ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
 
   Rng rng(11);
@@ -118,12 +120,15 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
     }
   gpu::DeviceBuffer list_buf[3];
   for (int m = 0; m < 3; ++m)
-    list_buf[m] = std::move(gpu::DeviceBuffer::from_host(d, lists[m].data(), lists[m].size() * sizeof(gpu::DeviceWeight))).value();
+    list_buf[m] =
+        std::move(gpu::DeviceBuffer::from_host(d, lists[m].data(), lists[m].size() * sizeof(gpu::DeviceWeight)))
+            .value();
   std::vector<uint8_t> x_bytes = codes(rng, decls[0].bytes, WeightFormat::BF16);
   auto x = gpu::DeviceBuffer::from_host(d, x_bytes.data(), x_bytes.size());
   auto out = gpu::DeviceBuffer::allocate(d, decls[3].bytes);
   std::vector<int32_t> statics;
-  for (int64_t r = 0; r < kMaxRows; ++r) statics.insert(statics.end(), {1, static_cast<int32_t>(r), static_cast<int32_t>(r), 0});
+  for (int64_t r = 0; r < kMaxRows; ++r)
+    statics.insert(statics.end(), {1, static_cast<int32_t>(r), static_cast<int32_t>(r), 0});
   auto st = gpu::DeviceBuffer::from_host(d, statics.data(), statics.size() * 4);
   ASSERT_TRUE(x.is_ok() && out.is_ok() && st.is_ok());
 

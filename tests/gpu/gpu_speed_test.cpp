@@ -47,9 +47,9 @@ size_t weight_bytes(WeightFormat f, int64_t out, int64_t in) {
   return f == WeightFormat::F32 ? n * 4 : f == WeightFormat::BF16 ? n * 2 : f == WeightFormat::FP8Tile32 ? n : n / 2;
 }
 size_t scale_bytes(WeightFormat f, int64_t out, int64_t in) {
-  return f == WeightFormat::FP8Tile32   ? static_cast<size_t>((out + 31) / 32) * ((in + 31) / 32)
+  return f == WeightFormat::FP8Tile32  ? static_cast<size_t>((out + 31) / 32) * ((in + 31) / 32)
          : f == WeightFormat::FP4Row32 ? static_cast<size_t>(out) * (in / 32)
-                                        : 0;
+                                       : 0;
 }
 
 TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
@@ -83,8 +83,9 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
       env.weight_format = [f](int64_t) -> std::optional<WeightFormat> { return f; };
       return env;
     };
-    auto compiled = compile_per_format(call, formats, [&](WeightFormat f) { return env_for(f, kMaxRows); },
-                                       b.arch, (scratch_dir() / "speed-cache").string());
+    auto compiled = compile_per_format(
+        call, formats, [&](WeightFormat f) { return env_for(f, kMaxRows); }, b.arch,
+        (scratch_dir() / "speed-cache").string());
     ASSERT_TRUE(compiled.is_ok()) << compiled.status().message();
     const std::vector<uint8_t> x_bytes = random_bytes(rng, x_decl.bytes, WeightFormat::BF16);
     auto x = gpu::DeviceBuffer::from_host(d, x_bytes.data(), x_bytes.size());
@@ -92,8 +93,8 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
     ASSERT_TRUE(x.is_ok() && out.is_ok());
     for (size_t k = 0; k < formats.size(); ++k) {
       const WeightFormat f = formats[k];
-      auto kernel = launcher.load(compiled->built[k].cubin, compiled->built[k].variant.entry,
-                                  compiled->jobs[k].variant.key);
+      auto kernel =
+          launcher.load(compiled->built[k].cubin, compiled->built[k].variant.entry, compiled->jobs[k].variant.key);
       ASSERT_TRUE(kernel.is_ok()) << kernel.status().message();
       const size_t wb = weight_bytes(f, shape.out, shape.in), sb = scale_bytes(f, shape.out, shape.in);
       const std::vector<uint8_t> w_bytes = random_bytes(rng, wb, f);
