@@ -70,10 +70,19 @@ Status run_generate(GenerateFlags f) {
     DSV41_ASSIGN_OR_RETURN(result, generate(f.options));
   }
   if (!f.logits_out.empty()) DSV41_TRY(write_logits(f.logits_out, result.logits));
-  if (f.json)
+  const DraftStats& d = result.drafting;
+  if (f.json && f.options.draft_tokens > 0)
+    std::printf("{\"tokens\": [%s], \"draft_rounds\": %lld, \"drafted\": %lld, \"accepted\": %lld}\n",
+                fmt::format("{}", fmt::join(result.tokens, ", ")).c_str(), static_cast<long long>(d.rounds),
+                static_cast<long long>(d.drafted), static_cast<long long>(d.accepted));
+  else if (f.json)
     std::printf("{\"tokens\": [%s]}\n", fmt::format("{}", fmt::join(result.tokens, ", ")).c_str());
   else
     std::printf("%s\n", fmt::format("{}", fmt::join(result.tokens, " ")).c_str());
+  if (!f.json && f.options.draft_tokens > 0)  // on stderr: stdout stays the token list
+    std::fprintf(stderr, "dsv41-rt: drafting: %lld rounds, %lld drafted, %lld accepted, acceptance length %.2f\n",
+                 static_cast<long long>(d.rounds), static_cast<long long>(d.drafted), static_cast<long long>(d.accepted),
+                 d.acceptance_length());
   return Status::ok();
 }
 
@@ -105,6 +114,12 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--segment-rows", f->options.segment_rows,
                   "prefill segment size: 0 takes the first planned size, 1 goes token by token through decode.r1, "
                   "anything else must be a planned --prefill-rows size")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--draft-tokens", f->options.draft_tokens,
+                  "drafts per round, verified exactly so the tokens equal serial decoding's (0: serial; at most the "
+                  "programs' planned dsv41c plan --draft-tokens). Drafts come from prompt lookup until the DSpark "
+                  "draft phase lands; the acceptance is printed on stderr")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", f->ignore_eos, "keep generating past eos_token_id until --max-tokens");
