@@ -1,4 +1,4 @@
-// tests/draft/draft_serve_test.cpp — the scheduler with drafting: 1 and 8 concurrent streams, greedy and seeded sampling, equal serial decoding token for token.
+// tests/draft/draft_serve_e2e.cpp — the scheduler with drafting: 1 and 8 concurrent streams, greedy and seeded sampling, equal serial decoding token for token.
 #include <gtest/gtest.h>
 
 #include "runtime/cpu/cpu_backend.h"
@@ -36,7 +36,7 @@ Served serve(World& world, int count, int64_t drafts, const Drafter& drafter, bo
     for (int i = 0; i < count; ++i) {
       serve::GenerationRequest r;
       r.prompt = prompt_of(i);
-      r.max_tokens = 10 + i % 4;
+      r.max_tokens = 6 + i % 3;
       r.ignore_eos = true;
       r.sampling.temperature = sampled ? 0.9f : 0.0f;
       r.sampling.top_k = sampled ? 40 : 0;
@@ -67,7 +67,7 @@ TEST_P(DraftedServing, OneAndEightStreamsEqualSerialDecodingForEveryDraftCount) 
   TempDir dir("draft_serve");
   const fs::path& pack = fixture_pack("dsv41-tiny-draft", "release");
   ServingSettings s = small_settings();
-  s.context = 24;
+  s.context = 16;
   s.slots = 8;
   s.decode_rows = {1, 2, 4, 8, 16};
   s.draft_tokens = 5;
