@@ -116,12 +116,7 @@ Runner add_generate_command(CLI::App& app) {
                   "anything else must be a planned --prefill-rows size")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--draft-tokens", f->options.draft_tokens,
-                  "drafts per round, verified exactly so the tokens equal serial decoding's (0: serial; at most the "
-                  "programs' planned dsv41c plan --draft-tokens). Drafts come from prompt lookup until the DSpark "
-                  "draft phase lands; the acceptance is printed on stderr")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_draft_tokens_flag(cmd, f->options.draft_tokens, "on stderr (--json: in the object)");
   cmd->add_flag("--ignore-eos", f->ignore_eos, "keep generating past eos_token_id until --max-tokens");
   cmd->add_flag("--json", f->json, "print {\"tokens\": [...]} instead of space-separated ids");
   cmd->add_option("--logits-out", f->logits_out,

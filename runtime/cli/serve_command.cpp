@@ -83,12 +83,7 @@ Runner add_serve_command(CLI::App& app) {
                   "prefill segments per round beside the decode rows (fewer: running streams wait less)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  cmd->add_option("--draft-tokens", c->scheduler.draft_tokens,
-                  "drafts each decoding stream proposes per round, verified exactly: the tokens equal serial "
-                  "decoding's, greedy or sampled (0: serial; at most the programs' dsv41c plan --draft-tokens). "
-                  "Drafts come from prompt lookup until the DSpark draft phase lands; /metrics shows the acceptance")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_draft_tokens_flag(cmd, c->scheduler.draft_tokens, "in /metrics");
   cmd->add_option("--drain-s", c->http.drain_s, "seconds running requests get after SIGTERM before they end with an error")
       ->check(CLI::Range(0, 3600))
       ->capture_default_str();
