@@ -1,4 +1,4 @@
-// tests/draft/draft_rollback_test.cpp — a rejected verification rewound into the middle of an open compressor group, and the ring sizes that make it safe.
+// tests/draft/draft_rollback_test.cpp — rejected verification rows rewound: into an open compressor group, and past window ring rows; the ring sizes that make it safe.
 #include <map>
 #include <random>
 
@@ -88,6 +88,71 @@ TEST(DraftRollback, ATailOfOnlyTheRatioLosesTheOpenGroup) {
   // (both in tail row 0), so group 2 (positions 4, 5) pools a rejected row: the rewind is not exact.
   const Caches serial = run(false, kRatio), drafted = run(true, kRatio);
   EXPECT_NE(serial.cache, drafted.cache);
+}
+
+constexpr int64_t kWindow = 4, kHeadDim = 8;
+
+// One step over positions [begin, end) of one slot: attention of each row over the window (this
+// step's rows from kv, older ones from the ring), then the ring store, as a phase runs them.
+// Returns the attention outputs of the rows.
+std::vector<float> attend_and_store(std::vector<float>& ring, int64_t ring_rows, int64_t begin, int64_t end,
+                                    const std::vector<float>& q, const std::vector<float>& kv) {
+  std::vector<RowStatic> rows;
+  for (int64_t p = begin; p < end; ++p) rows.push_back({0, 0, static_cast<int32_t>(p), 0});
+  const int64_t n = end - begin;
+  auto slice = [&](const std::vector<float>& v) {
+    return std::vector<float>(v.begin() + begin * kHeadDim, v.begin() + end * kHeadDim);
+  };
+  FakeContext attend("sparse_attention", {{"heads", 1}, {"head_dim", kHeadDim}, {"window", kWindow}, {"topk", 0}});
+  attend.set_rows(rows);
+  fill(attend.add_scratch("q", DType::F32, {n, kHeadDim}), slice(q));
+  fill(attend.add_scratch("kv", DType::BF16, {n, kHeadDim}), slice(kv));
+  attend.add_state("ring", DType::BF16, {ring_rows, kHeadDim}, 1);
+  fill(attend.slot_state("ring", 0), ring);
+  attend.add_weight("sink", {1}, {0.0f});
+  attend.add_float("scale", 0.35);
+  TensorView out = attend.add_scratch("out", DType::BF16, {n, kHeadDim});
+  Status s = attend.run();
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  const std::vector<float> result = values_of(out);
+  FakeContext store("window_store", {{"window", kWindow}, {"head_dim", kHeadDim}});
+  store.set_rows(rows);
+  fill(store.add_scratch("kv", DType::BF16, {n, kHeadDim}), slice(kv));
+  store.add_state("ring", DType::BF16, {ring_rows, kHeadDim}, 1);
+  fill(store.slot_state("ring", 0), ring);
+  s = store.run();
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  ring = values_of(store.slot_state("ring", 0));
+  return result;
+}
+
+// The attention outputs of positions 7..9. Serial: one position a step. Drafted: 0..4, then a
+// verification of 5..10 whose rows 7..10 are wrong, a rewind to length 7, then 7..9 right.
+std::vector<float> window_outputs(bool drafted, int64_t ring_rows) {
+  std::mt19937 rng(43);
+  const std::vector<float> q = random_values(rng, 11 * kHeadDim), kv = random_values(rng, 11 * kHeadDim);
+  std::vector<float> wrong = kv, ring(static_cast<size_t>(ring_rows * kHeadDim), 0.0f), out;
+  for (int64_t i = 7 * kHeadDim; i < 11 * kHeadDim; ++i) wrong[i] = -wrong[i];
+  if (drafted) {
+    attend_and_store(ring, ring_rows, 0, 5, q, kv);
+    attend_and_store(ring, ring_rows, 5, 11, q, wrong);
+  } else {
+    for (int64_t p = 0; p < 7; ++p) attend_and_store(ring, ring_rows, p, p + 1, q, kv);
+  }
+  for (int64_t p = 7; p < 10; ++p) {
+    const std::vector<float> row = attend_and_store(ring, ring_rows, p, p + 1, q, kv);
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+TEST(DraftRollback, RewindPastWindowRingRowsMatchesSerialDecoding) {
+  const int64_t rows = ring_rows(kWindow, kDrafts);
+  EXPECT_EQ(window_outputs(true, rows), window_outputs(false, rows));
+  EXPECT_EQ(window_outputs(false, kWindow), window_outputs(false, rows));  // the ring's length changes nothing serially
+  // A ring of only the window: the rejected rows at 8..10 overwrote positions 4..6, which the window
+  // of 7..9 still reads.
+  EXPECT_NE(window_outputs(true, kWindow), window_outputs(false, kWindow));
 }
 
 TEST(DraftRollback, RingsAndTailsGrowOnlyWhenDrafting) {
