@@ -55,6 +55,10 @@ Status run_generate(GenerateFlags f) {
     return Status::error("--backend cuda with --master: ranks as processes run the CPU backend only for now "
                          "(no NCCL exchange yet); run the world's ranks as threads of one process instead "
                          "(drop --rank/--world/--master)");
+  if (as_rank && f.options.draft_tokens > 0)
+    return Status::errorf("--draft-tokens {} with --master: ranks as processes decode serially for now; run the "
+                          "world's ranks as threads of one process instead (drop --rank/--world/--master)",
+                          f.options.draft_tokens);
   GenerateResult result;
   if (as_rank) {
     f.rank_process.generate = f.options;
