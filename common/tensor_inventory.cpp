@@ -84,7 +84,9 @@ class Inventory {
   void dspark() {
     const ModelConfig& c = c_;
     const int64_t blocks = c.num_nextn_predict_layers;
-    for (int64_t i = 0; i < blocks; ++i) block("mtp." + std::to_string(i) + ".", LayerRole{}, c.dspark_n_routed_experts, false);
+    // Split like the main layers (heads, groups, whole 128-column expert blocks): the draft phases run
+    // tensor-parallel with the same ops and exchanges as the target's.
+    for (int64_t i = 0; i < blocks; ++i) block("mtp." + std::to_string(i) + ".", LayerRole{}, c.dspark_n_routed_experts, true);
     const auto targets = static_cast<int64_t>(c.dspark_target_layer_ids.size());
     linear("mtp.0.main_proj.weight", c.hidden_size, targets * c.hidden_size);
     plain("mtp.0.main_norm.weight", {c.hidden_size});

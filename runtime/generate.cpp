@@ -70,6 +70,55 @@ Status check_phase(const ProgramFile& program, const std::string& name, int64_t 
                                       : fmt::format("{}", fmt::join(names, ", ")));
 }
 
+// The smallest planned decode bucket holding `rows` (plan_generation checked that one does).
+int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t rows) {
+  for (int64_t b : buckets)
+    if (b >= rows) return b;
+  return buckets.back();
+}
+
+// Decodes with drafting: each round feeds the pending token and its lookup drafts through one decode
+// window and keeps what accept_drafts keeps; rejected rows need no undo (positions are rewritten).
+Status drive_drafted(World& world, const Steps& steps, uint64_t round, int32_t pending, GenerateResult& out) {
+  const GenerateOptions& o = steps.options;
+  std::vector<int32_t> sequence = o.prompt;
+  const TokenChooser greedy = [&](const std::vector<float>& logits, int64_t) {
+    return greedy_token(logits.data(), steps.plan.vocab);
+  };
+  for (int64_t position = static_cast<int64_t>(o.prompt.size()); o.max_tokens > 0;) {
+    out.tokens.push_back(pending);
+    sequence.push_back(pending);
+    const auto emitted = static_cast<int64_t>(out.tokens.size());
+    if (pending == steps.plan.eos || emitted >= o.max_tokens) break;
+    // Never draft past max_tokens: positions beyond it may lie outside the planned context.
+    const int64_t k = std::min(o.draft_tokens, o.max_tokens - emitted - 1);
+    std::vector<int32_t> drafts = o.drafter ? o.drafter(sequence, k) : lookup_drafts(sequence, k);
+    if (static_cast<int64_t>(drafts.size()) > k) drafts.resize(static_cast<size_t>(k));
+    const auto rows = static_cast<int64_t>(drafts.size()) + 1, bucket = bucket_for(steps.plan.decode_rows, rows);
+    RoundPlan plan;
+    plan.round = round++;
+    PhaseRun run{fmt::format("decode.r{}", bucket), std::vector<int32_t>(static_cast<size_t>(bucket * kStaticsFields), 0), {}};
+    for (int64_t r = rows; r < bucket; ++r) run.statics[r * kStaticsFields + kStaticSlot] = -1;
+    append_verify_rows(run, 0, 0, position, pending, drafts);
+    plan.runs.push_back(std::move(run));
+    DSV41_ASSIGN_OR_RETURN(auto logits, world.run(plan));
+    const std::vector<int32_t> chosen = accept_drafts(logits, drafts, position + 1, greedy);
+    out.drafting.add(static_cast<int64_t>(drafts.size()), static_cast<int64_t>(chosen.size()) - 1);
+    // chosen[0..m-1] equal the drafts fed at position + 1 .. m: they are in the state already. As in
+    // serial decoding, logits[i] are the ones that chose token i.
+    for (size_t j = 0; j + 1 < chosen.size(); ++j) {
+      out.logits.push_back(std::move(logits[j]));
+      out.tokens.push_back(chosen[j]);
+      sequence.push_back(chosen[j]);
+      if (chosen[j] == steps.plan.eos || static_cast<int64_t>(out.tokens.size()) >= o.max_tokens) return Status::ok();
+    }
+    position += static_cast<int64_t>(chosen.size());
+    pending = chosen.back();
+    out.logits.push_back(std::move(logits[chosen.size() - 1]));
+  }
+  return Status::ok();
+}
+
 // Prefills then decodes greedily, one round per segment or step; rank 0's logits choose each token.
 Status drive(World& world, const Steps& steps, GenerateResult& out) {
   const int64_t prompt_rows = static_cast<int64_t>(steps.options.prompt.size()), n = steps.plan.segment_rows;
@@ -89,6 +138,7 @@ Status drive(World& world, const Steps& steps, GenerateResult& out) {
   }
   if (!steps.options.all_logits) out.logits.push_back(last);
 
+  if (steps.options.draft_tokens > 0) return drive_drafted(world, steps, round, greedy_token(last.data(), steps.plan.vocab), out);
   int32_t next = greedy_token(last.data(), steps.plan.vocab);
   for (int64_t position = prompt_rows; steps.options.max_tokens > 0; ++position) {
     out.tokens.push_back(next);
@@ -129,6 +179,13 @@ Result<GeneratePlan> plan_generation(const GenerateOptions& options, const Progr
   if (needed > context)
     return Status::errorf("prompt of {} tokens + max tokens {} = {} positions exceeds the planned context {} of {}",
                           options.prompt.size(), options.max_tokens, needed, context, program0.source());
+  if (const auto* buckets = p.settings()->decode_rows()) plan.decode_rows.assign(buckets->begin(), buckets->end());
+  if (options.draft_tokens < 0 || options.draft_tokens > p.settings()->draft_tokens())
+    return Status::errorf("draft tokens {}: must be between 0 and the {} planned in {} (dsv41c plan --draft-tokens)",
+                          options.draft_tokens, p.settings()->draft_tokens(), program0.source());
+  if (options.draft_tokens > 0 && (plan.decode_rows.empty() || plan.decode_rows.back() < options.draft_tokens + 1))
+    return Status::errorf("draft tokens {}: {} plans no decode window of {} rows", options.draft_tokens,
+                          program0.source(), options.draft_tokens + 1);
   const auto* planned = p.settings()->prefill_rows();
   const std::vector<int64_t> sizes = planned ? std::vector<int64_t>(planned->begin(), planned->end()) : std::vector<int64_t>{};
   const std::string listed = sizes.empty() ? std::string("none") : fmt::format("{}", fmt::join(sizes, ", "));

@@ -9,6 +9,7 @@
 
 #include "common/program_file.h"
 #include "common/status.h"
+#include "runtime/draft_verify.h"
 #include "runtime/rank_session.h"
 
 namespace dsv41 {
@@ -20,6 +21,10 @@ struct GenerateOptions {
   int64_t segment_rows = 0;  // 0: the first planned prefill size; 1: token by token through decode.r1
   bool stop_at_eos = true;
   bool all_logits = false;
+  // Drafts per round (0: serial decoding), at most the programs' planned draft_tokens; each round
+  // verifies them in one decode window and keeps exactly the tokens serial decoding would choose.
+  int64_t draft_tokens = 0;
+  Drafter drafter;  // empty: lookup_drafts
   // Makes the world's backend (world = the number of programs); empty: the CPU backend.
   BackendFactory backend;
 };
@@ -29,6 +34,7 @@ struct GenerateResult {
   // The last logits of each step (the prompt's last row, then each decode step), or every row
   // (each prompt row, then each decode step) when all_logits.
   std::vector<std::vector<float>> logits;
+  DraftStats drafting;  // rounds, drafts and accepted drafts (all zero without drafting)
 };
 
 // Prefills the prompt in segments of one planned size, then decodes greedily through decode.r1
@@ -43,6 +49,7 @@ struct GeneratePlan {
   int64_t segment_rows = 0;
   int32_t eos = -1;           // -1 when generation ignores eos
   int64_t vocab = 0;
+  std::vector<int64_t> decode_rows;  // the planned decode buckets (a drafted round takes the smallest that fits)
 };
 
 // Checks the request against the world's config and settings (prompt ids in the vocabulary, prompt +

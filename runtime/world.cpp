@@ -20,6 +20,7 @@ Result<std::unique_ptr<World>> World::start(std::vector<ProgramFile> programs, s
   f.eos = static_cast<int32_t>(config.eos_token_id);
   if (const auto* rows = p.settings()->prefill_rows()) f.prefill_rows.assign(rows->begin(), rows->end());
   if (const auto* rows = p.settings()->decode_rows()) f.decode_rows.assign(rows->begin(), rows->end());
+  f.draft_tokens = p.settings()->draft_tokens();
   w->programs_ = std::move(programs);
   w->backend_ = std::move(backend);
   for (int rank = 0; rank < f.world; ++rank) w->threads_.emplace_back([world = w.get(), rank] { world->rank_main(rank); });

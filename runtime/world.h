@@ -27,6 +27,7 @@ struct WorldFacts {
   int64_t context = 0, vocab = 0;
   int32_t eos = -1;
   std::vector<int64_t> prefill_rows, decode_rows;  // as planned
+  int64_t draft_tokens = 0;                        // drafts a round may verify per slot, as planned
 };
 
 class World {

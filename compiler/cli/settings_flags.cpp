@@ -22,6 +22,10 @@ void add_model_flags(CLI::App* cmd, ModelFlags& f) {
                   "bf16 (served: rounded as docs/model.md says) or f32 (check mode: no rounding)")
       ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
+  cmd->add_option("--draft-tokens", f.settings.draft_tokens,
+                  "tokens a DSpark round drafts per slot, verified exactly (0: off; at most the model's "
+                  "dspark_block_size; rings are planned this many rows longer)")
+      ->capture_default_str();
 }
 
 Result<PlanOptions> plan_options(const ModelFlags& f, const std::string& target) {
@@ -40,7 +44,8 @@ std::string with_flag_names(std::string message) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {"context", "--context"},         {"slots", "--slots"},
       {"prefill_rows", "--prefill-rows"}, {"decode_rows", "--decode-rows"},
-      {"activations", "--activations"}, {"memory_limit", "--memory-gib"}};
+      {"activations", "--activations"}, {"memory_limit", "--memory-gib"},
+      {"draft_tokens", "--draft-tokens"}};
   auto replace_all = [&](const std::string& from, const std::string& to) {
     for (size_t at = message.find(from); at != std::string::npos; at = message.find(from, at + to.size()))
       message.replace(at, from.size(), to);

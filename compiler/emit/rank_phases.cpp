@@ -7,7 +7,7 @@ namespace dsv41 {
 
 CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, const WeightPlan& weights,
                           const ServingSettings& settings) {
-  const StateLayout state = plan_state_layout(config, settings.context, settings.activations);
+  const StateLayout state = plan_state_layout(config, settings.context, settings.activations, settings.draft_tokens);
   EmitInputs inputs{config, share, weights, state, {}, {}, settings.activations};
   inputs.weight_index.reserve(weights.tensors.size());
   for (size_t i = 0; i < weights.tensors.size(); ++i) inputs.weight_index.emplace(weights.tensors[i].name, static_cast<int>(i));

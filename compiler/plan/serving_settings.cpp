@@ -33,6 +33,17 @@ Status check_settings(const ModelConfig& c, const ServingSettings& s) {
       return Status::errorf("setting decode_rows = {}: after {}; list them strictly ascending", s.decode_rows[i],
                             s.decode_rows[i - 1]);
   }
+  if (s.draft_tokens != 0) {
+    if (!c.has_dspark())
+      return Status::errorf("setting draft_tokens = {}: the model has no DSpark blocks (num_nextn_predict_layers 0); "
+                            "use 0", s.draft_tokens);
+    if (s.draft_tokens < 0 || s.draft_tokens > c.dspark_block_size)
+      return Status::errorf("setting draft_tokens = {}: must be between 0 and dspark_block_size {}", s.draft_tokens,
+                            c.dspark_block_size);
+    if (s.decode_rows.back() < s.draft_tokens + 1)
+      return Status::errorf("setting decode_rows = {}: the largest is below draft_tokens {} + 1, the rows one slot's "
+                            "verification needs", s.decode_rows.back(), s.draft_tokens);
+  }
   return Status::ok();
 }
 

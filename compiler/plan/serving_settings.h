@@ -23,6 +23,10 @@ struct ServingSettings {
   // BF16: activations and caches are rounded where docs/model.md §2 says. F32: nothing is rounded,
   // the "check mode" in which two implementations agree to fp32 accuracy.
   DType activations = DType::BF16;
+  // Tokens a DSpark round drafts per slot (0: drafting off). A round verifies them in one decode
+  // window of draft_tokens + 1 rows a slot, so rings are planned draft_tokens rows longer to survive
+  // the rewind of rejected rows (docs/serving.md "Drafting").
+  int64_t draft_tokens = 0;
 };
 
 // The smaller of kDefaultContext and the model's max_position_embeddings (when it states one).

@@ -1,6 +1,8 @@
 // compiler/plan/state_layout.cpp — per-slot state sized for the planned context; caches never wrap, rings do.
 #include "compiler/plan/state_layout.h"
 
+#include <algorithm>
+
 namespace dsv41 {
 
 uint64_t append_buffer(std::vector<BufferDecl>& buffers, uint64_t used, std::string name, DType dtype,
@@ -18,18 +20,24 @@ int StateLayout::index_of(const std::string& name) const {
   return -1;
 }
 
-StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations) {
+int64_t ring_rows(int64_t window, int64_t draft_tokens) { return window + draft_tokens; }
+
+int64_t tail_rows(int64_t ratio, int64_t draft_tokens) {
+  return draft_tokens == 0 ? ratio : std::max(ratio, draft_tokens + std::max<int64_t>(2, ratio - 1));
+}
+
+StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations, int64_t draft_tokens) {
   StateLayout layout;
   uint64_t used = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "L" + std::to_string(l) + ".";
     const LayerRole& role = c.layers[l];
-    used = append_buffer(layout.buffers, used, p + "ring", activations, {c.sliding_window, c.head_dim});
+    used = append_buffer(layout.buffers, used, p + "ring", activations, {ring_rows(c.sliding_window, draft_tokens), c.head_dim});
     if (!role.kv_source) continue;
     const int64_t entries = (context + role.ratio - 1) / role.ratio;
     used = append_buffer(layout.buffers, used, p + "cache", activations, {entries, c.head_dim});
     used = append_buffer(layout.buffers, used, p + "index_cache", activations, {entries, c.index_head_dim});
-    if (role.ratio >= 2) used = append_buffer(layout.buffers, used, p + "tail", DType::F32, {role.ratio, 2 * c.head_dim});
+    if (role.ratio >= 2) used = append_buffer(layout.buffers, used, p + "tail", DType::F32, {tail_rows(role.ratio, draft_tokens), 2 * c.head_dim});
   }
   layout.bytes_per_slot = (used + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   return layout;

@@ -16,8 +16,19 @@ struct StateLayout {
 };
 
 // Names: "L{n}.ring", and on kv sources "L{n}.cache", "L{n}.index_cache", "L{n}.tail" (ratio >= 2).
-// `activations` replaces BF16 for cache rows (F32 in check mode).
-StateLayout plan_state_layout(const ModelConfig& config, int64_t context, DType activations = DType::BF16);
+// `activations` replaces BF16 for cache rows (F32 in check mode). With `draft_tokens` > 0 the rings
+// and tails are longer (ring_rows, tail_rows), so rewinding rejected draft rows loses nothing.
+StateLayout plan_state_layout(const ModelConfig& config, int64_t context, DType activations = DType::BF16,
+                              int64_t draft_tokens = 0);
+
+// Rows of a window ring: the window, plus the rows a rejected verification may write past it. A row
+// at position q lands in slot q mod rows; after a rewind to L the window of L (L - window .. L - 1)
+// must still be there, while rows up to L + draft_tokens - 1 were written.
+int64_t ring_rows(int64_t window, int64_t draft_tokens);
+// Rows of a compressor tail (raw rows of the open group at slot p mod rows): the ratio when not
+// drafting; else draft_tokens + max(2, ratio - 1), so a verification of draft_tokens + 1 rows never
+// overwrites the open group a rewind goes back to (its oldest row is ratio - 1 before the rewind).
+int64_t tail_rows(int64_t ratio, int64_t draft_tokens);
 
 // Appends a buffer at the next aligned offset; returns the new region size.
 uint64_t append_buffer(std::vector<BufferDecl>& buffers, uint64_t used, std::string name, DType dtype,

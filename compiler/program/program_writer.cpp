@@ -41,7 +41,8 @@ std::vector<uint8_t> build_program(const ModelInputs& inputs, const PlanOptions&
   const auto share = share_table(b, plan.share);
   const ServingSettings& st = options.settings;
   const auto settings = fb::CreateSettings(b, st.context, st.slots, b.CreateVector(st.prefill_rows),
-                                           b.CreateVector(st.decode_rows), static_cast<fb::DType>(st.activations));
+                                           b.CreateVector(st.decode_rows), static_cast<fb::DType>(st.activations),
+                                           st.draft_tokens);
   std::vector<Offset<fb::PlannedTensor>> tensors;
   tensors.reserve(plan.weights.tensors.size());
   for (const PlannedTensor& t : plan.weights.tensors) tensors.push_back(tensor_table(b, t));

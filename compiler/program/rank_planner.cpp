@@ -35,6 +35,8 @@ uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options)
   for (int64_t rows : options.settings.prefill_rows) h.add_i64(rows);
   h.add(static_cast<uint64_t>(options.settings.activations));
   for (int64_t rows : options.settings.decode_rows) h.add_i64(rows);
+  // Only when drafting: programs planned without it keep the digests they always had.
+  if (options.settings.draft_tokens) h.add_i64(options.settings.draft_tokens);
   return h.digest();
 }
 

@@ -1,4 +1,4 @@
-// runtime/cli/backend_flags.cpp — --backend cpu|cuda and the CUDA backend's options, as one factory.
+// runtime/cli/backend_flags.cpp — --backend cpu|cuda and the CUDA backend's options, as one factory; --draft-tokens.
 #include "runtime/cli/backend_flags.h"
 
 #include "runtime/gpu/cuda_backend.h"
@@ -38,6 +38,15 @@ BackendFactory backend_factory(const BackendFlags& flags, const std::string& mod
     DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
     return std::unique_ptr<Backend>(std::move(backend));
   };
+}
+
+void add_draft_tokens_flag(CLI::App* cmd, int64_t& draft_tokens, const std::string& metrics) {
+  cmd->add_option("--draft-tokens", draft_tokens,
+                  "drafts per round and stream, verified exactly so the tokens equal serial decoding's, greedy or "
+                  "sampled (0: serial; at most the programs' dsv41c plan --draft-tokens). Drafts come from prompt "
+                  "lookup until the DSpark draft phase lands; the acceptance is reported " + metrics)
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 }  // namespace dsv41::cli

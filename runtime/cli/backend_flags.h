@@ -1,4 +1,4 @@
-// runtime/cli/backend_flags.h — the flags that choose a backend (--backend, --device, --devices, --eager, --synthetic-weights), shared by generate and serve.
+// runtime/cli/backend_flags.h — the flags that choose a backend (--backend, --device, --devices, --eager, --synthetic-weights) and how it runs (--draft-tokens), shared by generate and serve.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,10 @@ struct BackendFlags {
 
 // Adds the five flags to `cmd`, bound to `flags` (which must outlive parsing).
 void add_backend_flags(CLI::App* cmd, BackendFlags& flags);
+
+// Adds --draft-tokens (drafts per round, verified exactly) to `cmd`; `metrics` says where the
+// acceptance is reported (generate: stderr; serve: /metrics).
+void add_draft_tokens_flag(CLI::App* cmd, int64_t& draft_tokens, const std::string& metrics);
 
 // The factory the flags choose for a model folder; empty for the CPU backend (the callers' default).
 BackendFactory backend_factory(const BackendFlags& flags, const std::string& model_dir);

@@ -55,6 +55,10 @@ Status run_generate(GenerateFlags f) {
     return Status::error("--backend cuda with --master: ranks as processes run the CPU backend only for now "
                          "(no NCCL exchange yet); run the world's ranks as threads of one process instead "
                          "(drop --rank/--world/--master)");
+  if (as_rank && f.options.draft_tokens > 0)
+    return Status::errorf("--draft-tokens {} with --master: ranks as processes decode serially for now; run the "
+                          "world's ranks as threads of one process instead (drop --rank/--world/--master)",
+                          f.options.draft_tokens);
   GenerateResult result;
   if (as_rank) {
     f.rank_process.generate = f.options;
@@ -70,10 +74,19 @@ Status run_generate(GenerateFlags f) {
     DSV41_ASSIGN_OR_RETURN(result, generate(f.options));
   }
   if (!f.logits_out.empty()) DSV41_TRY(write_logits(f.logits_out, result.logits));
-  if (f.json)
+  const DraftStats& d = result.drafting;
+  if (f.json && f.options.draft_tokens > 0)
+    std::printf("{\"tokens\": [%s], \"draft_rounds\": %lld, \"drafted\": %lld, \"accepted\": %lld}\n",
+                fmt::format("{}", fmt::join(result.tokens, ", ")).c_str(), static_cast<long long>(d.rounds),
+                static_cast<long long>(d.drafted), static_cast<long long>(d.accepted));
+  else if (f.json)
     std::printf("{\"tokens\": [%s]}\n", fmt::format("{}", fmt::join(result.tokens, ", ")).c_str());
   else
     std::printf("%s\n", fmt::format("{}", fmt::join(result.tokens, " ")).c_str());
+  if (!f.json && f.options.draft_tokens > 0)  // on stderr: stdout stays the token list
+    std::fprintf(stderr, "dsv41-rt: drafting: %lld rounds, %lld drafted, %lld accepted, acceptance length %.2f\n",
+                 static_cast<long long>(d.rounds), static_cast<long long>(d.drafted), static_cast<long long>(d.accepted),
+                 d.acceptance_length());
   return Status::ok();
 }
 
@@ -107,6 +120,7 @@ Runner add_generate_command(CLI::App& app) {
                   "anything else must be a planned --prefill-rows size")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_draft_tokens_flag(cmd, f->options.draft_tokens, "on stderr (--json: in the object)");
   cmd->add_flag("--ignore-eos", f->ignore_eos, "keep generating past eos_token_id until --max-tokens");
   cmd->add_flag("--json", f->json, "print {\"tokens\": [...]} instead of space-separated ids");
   cmd->add_option("--logits-out", f->logits_out,

@@ -83,6 +83,7 @@ Runner add_serve_command(CLI::App& app) {
                   "prefill segments per round beside the decode rows (fewer: running streams wait less)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  add_draft_tokens_flag(cmd, c->scheduler.draft_tokens, "in /metrics");
   cmd->add_option("--drain-s", c->http.drain_s, "seconds running requests get after SIGTERM before they end with an error")
       ->check(CLI::Range(0, 3600))
       ->capture_default_str();

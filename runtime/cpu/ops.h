@@ -51,6 +51,10 @@ Result<TensorView> state_arg(const OpContext& ctx, const std::string& arg, int s
 // A state argument of one slot holding whole rows of `width` elements (a cache: its row count is
 // the capacity, numel / width).
 Result<TensorView> state_rows_arg(const OpContext& ctx, const std::string& arg, int slot, Want want, int64_t width);
+// A state ring of one slot: whole rows of `width`, at least `min_rows` of them (a ring planned for
+// drafting is longer than its window: compiler/plan/state_layout.h). Its row count is the modulus.
+Result<TensorView> state_ring_arg(const OpContext& ctx, const std::string& arg, int slot, Want want, int64_t width,
+                                  int64_t min_rows);
 // A weight of exactly `numel` fp32 values.
 Result<const float*> weight_arg(const OpContext& ctx, const std::string& arg, int64_t numel);
 // A weight list of `count` weights of `numel` values each.

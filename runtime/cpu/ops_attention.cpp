@@ -45,16 +45,18 @@ Status op_sparse_attention(const OpContext& ctx) {
       read_floats(view, row * dh, dh, keys.data() + keys.size() - dh);
     };
     TensorView ring;
+    int64_t ring_rows = 0;
     for (int64_t t = std::max<int64_t>(0, p - window + 1); t <= p; ++t) {
       if (t >= p0) {
         append(kv, first + (t - p0));  // a row of this step
         continue;
       }
       if (ring.data == nullptr) {
-        DSV41_ASSIGN_OR_RETURN(ring, state_arg(ctx, "ring", slot, Want::Act, window * dh));
+        DSV41_ASSIGN_OR_RETURN(ring, state_ring_arg(ctx, "ring", slot, Want::Act, dh, window));
         DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring));
+        ring_rows = ring.numel() / dh;
       }
-      append(ring, t % window);
+      append(ring, t % ring_rows);
     }
     if (topk > 0) {
       DSV41_ASSIGN_OR_RETURN(TensorView cache, state_rows_arg(ctx, "cache", slot, Want::Act, dh));
@@ -102,10 +104,10 @@ Status op_window_store(const OpContext& ctx) {
   std::vector<float> row(static_cast<size_t>(dh));
   for (int64_t r = 0; r < rows; ++r) {  // in row order: a later position overwrites an earlier one
     if (!st.active(r)) continue;
-    DSV41_ASSIGN_OR_RETURN(TensorView ring, state_arg(ctx, "ring", st.slot(r), Want::Act, window * dh));
+    DSV41_ASSIGN_OR_RETURN(TensorView ring, state_ring_arg(ctx, "ring", st.slot(r), Want::Act, dh, window));
     DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring));
     read_floats(kv, r * dh, dh, row.data());
-    write_floats(ring, (st.position(r) % window) * dh, dh, row.data());
+    write_floats(ring, (st.position(r) % (ring.numel() / dh)) * dh, dh, row.data());
   }
   return Status::ok();
 }

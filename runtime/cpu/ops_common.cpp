@@ -72,6 +72,15 @@ Result<TensorView> state_rows_arg(const OpContext& ctx, const std::string& arg, 
   return view;
 }
 
+Result<TensorView> state_ring_arg(const OpContext& ctx, const std::string& arg, int slot, Want want, int64_t width,
+                                  int64_t min_rows) {
+  DSV41_ASSIGN_OR_RETURN(TensorView view, state_rows_arg(ctx, arg, slot, want, width));
+  if (view.numel() / width < min_rows)
+    return Status::errorf("op {}: {} (slot {}) holds {} rows of {}, expected at least {}", ctx.call().op, arg, slot,
+                          view.numel() / width, width, min_rows);
+  return view;
+}
+
 Result<const float*> weight_arg(const OpContext& ctx, const std::string& arg, int64_t numel) {
   const WeightView w = ctx.weight(arg);
   int64_t n = 1;

@@ -37,10 +37,13 @@ Status write_entry(const CompressShape& c, const TensorView& cache, const Tensor
   return Status::ok();
 }
 
-// pooled[d] = Σ_k softmax_k(g_k[d])·u_k[d] over the r (u | g) rows of a closed group.
-std::vector<float> pool(const TensorView& tail, int64_t ratio, int64_t head_dim) {
+// pooled[d] = Σ_k softmax_k(g_k[d])·u_k[d] over the r (u | g) rows of the group starting at
+// position `first` (row p of the tail holds position p mod its rows).
+std::vector<float> pool(const TensorView& tail, int64_t first, int64_t ratio, int64_t head_dim) {
   std::vector<float> rows(static_cast<size_t>(ratio * 2 * head_dim));
-  read_floats(tail, 0, ratio * 2 * head_dim, rows.data());
+  const int64_t tail_rows = tail.numel() / (2 * head_dim);
+  for (int64_t k = 0; k < ratio; ++k)
+    read_floats(tail, ((first + k) % tail_rows) * 2 * head_dim, 2 * head_dim, rows.data() + k * 2 * head_dim);
   std::vector<float> pooled(static_cast<size_t>(head_dim));
   for (int64_t d = 0; d < head_dim; ++d) {
     float top = -std::numeric_limits<float>::infinity();
@@ -100,12 +103,12 @@ Status op_compress(const OpContext& ctx) {
       DSV41_TRY(write_entry(c, cache, index_cache, slot, r, p, latent, p));
       continue;
     }
-    DSV41_ASSIGN_OR_RETURN(TensorView tail, state_arg(ctx, "tail", slot, Want::F32, c.ratio * 2 * dh));
+    DSV41_ASSIGN_OR_RETURN(TensorView tail, state_ring_arg(ctx, "tail", slot, Want::F32, 2 * dh, c.ratio));
     read_floats(raw, r * dh, dh, pair.data());
     read_floats(gate, r * dh, dh, pair.data() + dh);
-    write_floats(tail, (p % c.ratio) * 2 * dh, 2 * dh, pair.data());
+    write_floats(tail, (p % (tail.numel() / (2 * dh))) * 2 * dh, 2 * dh, pair.data());
     if (p % c.ratio != c.ratio - 1) continue;
-    latent = pool(tail, c.ratio, dh);
+    latent = pool(tail, p - (c.ratio - 1), c.ratio, dh);
     rms_norm(latent.data(), c.norm, dh, c.eps, round, latent.data());
     DSV41_TRY(write_entry(c, cache, index_cache, slot, r, p, latent, p / c.ratio));
   }

@@ -28,7 +28,8 @@ std::string Histogram::render(const std::string& name, const std::string& help) 
 
 Metrics::Metrics()
     : time_to_first_token({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}),
-      inter_token({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}) {}
+      inter_token({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
+      acceptance_length({1, 1.25, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6}) {}
 
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard lock(mutex_);
@@ -59,6 +60,15 @@ std::string Metrics::render() const {
   line("dsv41_rounds_total", "counter", "Scheduler rounds run.", rounds.load());
   line("dsv41_slots_busy", "gauge", "Slots holding a sequence.", slots_busy.load());
   line("dsv41_queue_depth", "gauge", "Admitted requests waiting for a slot.", queue_depth.load());
+  line("dsv41_draft_rounds_total", "counter", "Drafted rounds verified (one per decoding sequence and round).",
+       draft_rounds.load());
+  line("dsv41_drafted_tokens_total", "counter", "Draft tokens proposed for verification.", drafted_tokens.load());
+  line("dsv41_accepted_tokens_total", "counter", "Draft tokens verification kept.", accepted_tokens.load());
+  const uint64_t rounds_drafted = draft_rounds.load();
+  line("dsv41_acceptance_length", "gauge", "Tokens per drafted round overall: (accepted + rounds) / rounds (0: none yet).",
+       rounds_drafted ? static_cast<double>(accepted_tokens.load() + rounds_drafted) / rounds_drafted : 0.0);
+  out += acceptance_length.render("dsv41_request_acceptance_length",
+                                  "Each drafted request's tokens per round, observed when it ends.");
   out += time_to_first_token.render("dsv41_time_to_first_token_seconds", "From admission to the first token.");
   out += inter_token.render("dsv41_inter_token_seconds", "Between consecutive tokens of a request.");
   return out;

@@ -33,6 +33,10 @@ struct Metrics {
   std::atomic<uint64_t> prompt_tokens{0}, generated_tokens{0}, padding_rows{0}, rounds{0};
   std::atomic<int64_t> slots_busy{0}, queue_depth{0};
   Histogram time_to_first_token, inter_token;
+  // Drafting: verified rounds, drafts proposed and kept; each request's acceptance length (tokens a
+  // round yields: kept drafts + 1) observed when it ends.
+  std::atomic<uint64_t> draft_rounds{0}, drafted_tokens{0}, accepted_tokens{0};
+  Histogram acceptance_length;
 
   // Runs of each phase (a CUDA graph replay on the GPU backend).
   void count_phase(const std::string& phase);

@@ -2,9 +2,11 @@
 #include "runtime/serve/round_planner.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "common/call_list.h"
+#include "runtime/draft_verify.h"
 
 namespace dsv41::serve {
 namespace {
@@ -47,19 +49,25 @@ PlannedRound plan_round(const PlannerShape& shape, const std::vector<SlotView>& 
   std::vector<const SlotView*> decoding;
   for (const SlotView& s : slots)
     if (s.decoding()) decoding.push_back(&s);
+  const int64_t largest = fitting(shape.decode_rows, std::numeric_limits<int64_t>::max());
+  auto rows_of = [](const SlotView* s) { return 1 + static_cast<int64_t>(s->drafts.size()); };
   for (size_t begin = 0; begin < decoding.size();) {
-    const int64_t remaining = static_cast<int64_t>(decoding.size() - begin);
-    const int64_t rows = fitting(shape.decode_rows, remaining), active = std::min(rows, remaining);
+    size_t end = begin;
+    int64_t active = 0;
+    while (end < decoding.size() && (end == begin || active + rows_of(decoding[end]) <= largest))
+      active += rows_of(decoding[end++]);
+    const int64_t rows = fitting(shape.decode_rows, active);
     PhaseRun run{"decode.r" + std::to_string(rows), padded_statics(rows), {}};
-    for (int64_t r = 0; r < active; ++r) {
-      const SlotView& s = *decoding[begin + r];
-      set_row(run.statics, r, s.next_token, s.slot, s.position, r);
-      run.logits_rows.push_back(static_cast<int32_t>(r));
-      out.owners.push_back({s.id, s.position + 1});
+    int64_t r = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const SlotView& s = *decoding[i];
+      append_verify_rows(run, r, s.slot, s.position, s.next_token, s.drafts);
+      for (int64_t j = 0; j < rows_of(&s); ++j) out.owners.push_back({s.id, s.position + 1 + j});
+      r += rows_of(&s);
     }
     out.padding_rows += rows - active;
     out.plan.runs.push_back(std::move(run));
-    begin += static_cast<size_t>(active);
+    begin = end;
   }
 
   int segments = 0;

@@ -22,10 +22,12 @@ struct SlotView {
   int64_t prefilled = 0;            // prompt rows already run
   int32_t next_token = 0;           // decoding: the token to feed at `position`
   int64_t position = 0;             // decoding: the next position
+  std::vector<int32_t> drafts;      // decoding: drafts verified after next_token, at position + 1, ...
   bool decoding() const { return prefilled >= static_cast<int64_t>(prompt->size()); }
 };
 
-// Whose row each returned logits row is, in the order World::run returns them.
+// Whose row each returned logits row is, in the order World::run returns them. A drafted sequence
+// owns 1 + drafts rows in a row, choosing the tokens at consecutive positions.
 struct LogitsOwner {
   int64_t id = 0;
   int64_t position = 0;  // the position of the token these logits choose
@@ -43,7 +45,9 @@ struct PlannerShape {
   int prefill_segments = 1;                        // prefill segments per round (the fairness rule)
 };
 
-// `slots` in admission order. Sequences with nothing to run this round are skipped.
+// `slots` in admission order. Sequences with nothing to run this round are skipped. A decoding
+// sequence's rows (next_token, then its drafts) stay together in one decode window: windows are
+// filled in admission order up to the largest planned bucket.
 PlannedRound plan_round(const PlannerShape& shape, const std::vector<SlotView>& slots, uint64_t round);
 
 }  // namespace dsv41::serve

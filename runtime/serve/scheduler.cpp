@@ -78,6 +78,7 @@ std::string Scheduler::failure() const {
 }
 
 void Scheduler::end(Sequence& s, Finish finish) {
+  if (s.slot >= 0 && s.drafting.rounds > 0) metrics_.acceptance_length.observe(s.drafting.acceptance_length());
   if (s.slot >= 0) slot_busy_[s.slot] = false;
   s.slot = -1;
   s.stream->finish(std::move(finish));
@@ -115,7 +116,30 @@ void Scheduler::housekeep(Clock::time_point now) {
 }
 
 void Scheduler::take_token(Sequence& s, const std::vector<float>& logits, int64_t position, Clock::time_point now) {
-  const Sampled t = sample_row(logits.data(), static_cast<int64_t>(logits.size()), s.request.sampling, position);
+  emit(s, sample_row(logits.data(), static_cast<int64_t>(logits.size()), s.request.sampling, position), position, now);
+}
+
+void Scheduler::take_verified(Sequence& s, const std::vector<std::vector<float>>& rows, Clock::time_point now) {
+  std::vector<Sampled> picks;
+  const TokenChooser sample = [&](const std::vector<float>& logits, int64_t position) {
+    picks.push_back(sample_row(logits.data(), static_cast<int64_t>(logits.size()), s.request.sampling, position));
+    return picks.back().id;
+  };
+  const int64_t first = s.position + 1;
+  const std::vector<int32_t> chosen = accept_drafts(rows, s.drafts, first, sample);
+  const auto kept = static_cast<int64_t>(chosen.size()) - 1;
+  s.drafting.add(static_cast<int64_t>(s.drafts.size()), kept);
+  metrics_.draft_rounds += 1;
+  metrics_.drafted_tokens += s.drafts.size();
+  metrics_.accepted_tokens += static_cast<uint64_t>(kept);
+  // Rejected rows need no undo: the next round writes their positions again.
+  for (size_t j = 0; j < chosen.size() && s.slot >= 0; ++j) emit(s, picks[j], first + static_cast<int64_t>(j), now);
+  s.drafts.clear();
+  s.verifying = false;
+}
+
+void Scheduler::emit(Sequence& s, const Sampled& t, int64_t position, Clock::time_point now) {
+  s.history.push_back(t.id);
   s.next_token = t.id;
   s.position = position;
   ++s.generated;
@@ -138,8 +162,20 @@ void Scheduler::loop() {
                      [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
       if (stopping_) return;
       housekeep(Clock::now());
-      for (const auto& s : running_)
-        views.push_back({s->stream->id(), s->slot, s->needs_reset, &s->request.prompt, s->prefilled, s->next_token, s->position});
+      for (const auto& s : running_) {
+        if (s->history.empty()) s->history = s->request.prompt;
+        const bool decoding = s->prefilled >= static_cast<int64_t>(s->request.prompt.size());
+        // Never past max_tokens: a round yields up to drafts + 1 tokens, and positions beyond it may
+        // lie outside the planned context.
+        const int64_t room = s->request.max_tokens - s->generated - 1;
+        s->verifying = decoding && options_.draft_tokens > 0;
+        const int64_t k = std::min(options_.draft_tokens, room);
+        s->drafts.clear();
+        if (s->verifying) s->drafts = options_.drafter ? options_.drafter(s->history, k) : lookup_drafts(s->history, k);
+        if (static_cast<int64_t>(s->drafts.size()) > k) s->drafts.resize(static_cast<size_t>(k));
+        views.push_back({s->stream->id(), s->slot, s->needs_reset, &s->request.prompt, s->prefilled, s->next_token,
+                         s->position, s->drafts});
+      }
     }
     if (views.empty()) continue;
     // Only this thread changes running_ and the sequences' progress, so the views stay valid unlocked.
@@ -169,7 +205,17 @@ void Scheduler::loop() {
       find(id)->prefilled += rows;
       metrics_.prompt_tokens += static_cast<uint64_t>(rows);
     }
-    for (size_t i = 0; i < planned.owners.size(); ++i) take_token(*find(planned.owners[i].id), (*logits)[i], planned.owners[i].position, now);
+    for (size_t i = 0; i < planned.owners.size();) {
+      Sequence& s = *find(planned.owners[i].id);
+      if (!s.verifying) {
+        take_token(s, (*logits)[i], planned.owners[i].position, now);
+        ++i;
+        continue;
+      }
+      const size_t rows = s.drafts.size() + 1;  // the sequence's rows are consecutive owners
+      take_verified(s, std::vector<std::vector<float>>(logits->begin() + i, logits->begin() + i + rows), now);
+      i += rows;
+    }
     running_.erase(std::remove_if(running_.begin(), running_.end(), [](const auto& s) { return s->slot < 0; }), running_.end());
     metrics_.slots_busy = static_cast<int64_t>(running_.size());
   }

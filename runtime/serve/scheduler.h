@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/draft_verify.h"
 #include "runtime/serve/api_error.h"
 #include "runtime/serve/metrics.h"
 #include "runtime/serve/request_stream.h"
@@ -25,6 +26,10 @@ namespace dsv41::serve {
 struct SchedulerOptions {
   int max_queue = 32;        // admitted requests waiting for a slot; beyond: 503
   int prefill_segments = 1;  // prefill segments per round (fairness to running streams)
+  // Drafts each decoding sequence proposes per round (0: serial), at most the world's planned
+  // draft_tokens. Verification keeps exactly the tokens serial decoding would sample.
+  int64_t draft_tokens = 0;
+  Drafter drafter;  // empty: lookup_drafts
 };
 
 struct GenerationRequest {
@@ -60,6 +65,10 @@ class Scheduler {
     int64_t prefilled = 0, position = 0, generated = 0;
     int32_t next_token = 0;
     Clock::time_point admitted, last_token;
+    std::vector<int32_t> history;  // prompt then every token emitted: what prompt lookup drafts from
+    std::vector<int32_t> drafts;   // this round's, verified after next_token
+    bool verifying = false;        // this round decodes it with drafting on (even when nothing was drafted)
+    DraftStats drafting;
   };
 
   void loop();
@@ -67,6 +76,9 @@ class Scheduler {
   void housekeep(Clock::time_point now);
   void end(Sequence& sequence, Finish finish);
   void take_token(Sequence& sequence, const std::vector<float>& logits, int64_t position, Clock::time_point now);
+  void emit(Sequence& sequence, const Sampled& token, int64_t position, Clock::time_point now);
+  // The rows of one drafted sequence: accept_drafts with the keyed sampler, then each kept token.
+  void take_verified(Sequence& sequence, const std::vector<std::vector<float>>& rows, Clock::time_point now);
 
   World& world_;
   Metrics& metrics_;

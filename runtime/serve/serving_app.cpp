@@ -36,8 +36,11 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config)
     if (!codec.is_ok()) return codec.status().with_context("--tokenizer");
     app->codec_ = std::move(codec).value();
   }
-  app->scheduler_ = std::make_unique<Scheduler>(*app->world_, app->metrics_, config.scheduler);
   const WorldFacts& f = app->world_->facts();
+  if (config.scheduler.draft_tokens < 0 || config.scheduler.draft_tokens > f.draft_tokens)
+    return Status::errorf("--draft-tokens {}: must be between 0 and the {} the programs were planned for (dsv41c plan "
+                          "--draft-tokens)", config.scheduler.draft_tokens, f.draft_tokens);
+  app->scheduler_ = std::make_unique<Scheduler>(*app->world_, app->metrics_, config.scheduler);
   RequestLimits limits{app->model_name_, f.context, f.vocab, config.default_max_tokens};
   app->http_ = std::make_unique<HttpServer>(*app->scheduler_, app->metrics_, *app->codec_, config.http, limits);
   DSV41_ASSIGN_OR_RETURN(app->port_, app->http_->bind());

@@ -36,20 +36,23 @@ PackCache& cache() {
 
 }  // namespace
 
-const fs::path& tiny_pack(const std::string& format) {
+const fs::path& tiny_pack(const std::string& format) { return fixture_pack("dsv41-tiny", format); }
+
+const fs::path& fixture_pack(const std::string& fixture, const std::string& format) {
   PackCache& c = cache();
-  auto it = c.made.find(format);
+  const std::string key = fixture == "dsv41-tiny" ? format : fixture + "-" + format;
+  auto it = c.made.find(key);
   if (it != c.made.end()) return it->second;
-  const fs::path dir = c.root / format;
-  const std::string text = read_file(fixture_config_path("dsv41-tiny"));
+  const fs::path dir = c.root / key;
+  const std::string text = read_file(fixture_config_path(fixture));
   SynthPackOptions options;
   options.out_dir = dir.string();
   options.format = format == "release" ? SynthFormat::Release : SynthFormat::BF16;
   options.seed = 7;
   options.shards = format == "release" ? 2 : 1;
-  const Status status = write_synth_pack(fixture_config("dsv41-tiny"), text, options);
-  if (!status.is_ok()) ADD_FAILURE() << "write_synth_pack " << format << ": " << status.message();
-  return c.made.emplace(format, dir).first->second;
+  const Status status = write_synth_pack(fixture_config(fixture), text, options);
+  if (!status.is_ok()) ADD_FAILURE() << "write_synth_pack " << fixture << " " << format << ": " << status.message();
+  return c.made.emplace(key, dir).first->second;
 }
 
 ServingSettings small_settings() {

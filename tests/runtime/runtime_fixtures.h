@@ -15,6 +15,8 @@ namespace dsv41::test {
 // A dsv41-tiny model folder with data, written by write_synth_pack once per process ("release" or
 // "bf16"; the release pack has 2 shards). Removed at exit.
 const fs::path& tiny_pack(const std::string& format);
+// The same for another fixture of the dsv41-tiny family (e.g. "dsv41-tiny-draft").
+const fs::path& fixture_pack(const std::string& fixture, const std::string& format);
 
 // Small settings that plan quickly: context 64, 2 slots, prefill segments of 8 and 4, decode rows 1 and 2.
 ServingSettings small_settings();
