@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/gpu/cuda_backend.h"
 #include "runtime/rank_session.h"
 
 namespace dsv41::cli {
@@ -20,6 +21,9 @@ struct BackendFlags {
 
 // Adds the four flags to `cmd`, bound to `flags` (which must outlive parsing).
 void add_backend_flags(CLI::App* cmd, BackendFlags& flags);
+
+// The CUDA backend's options the flags give (also for a CUDA rank process).
+gpu::CudaBackendOptions cuda_backend_options(const BackendFlags& flags, const std::string& model_dir);
 
 // The factory the flags choose for a model folder; empty for the CPU backend (the callers' default).
 BackendFactory backend_factory(const BackendFlags& flags, const std::string& model_dir);

@@ -1,4 +1,4 @@
-// runtime/gpu/phase_graphs.cpp — segments split at host-side exchanges, stream capture, replay and eager launches.
+// runtime/gpu/phase_graphs.cpp — segments split at host-side exchanges (captured ones stay inside), stream capture, replay and eager launches.
 #include "runtime/gpu/phase_graphs.h"
 
 #include <utility>
@@ -26,9 +26,15 @@ size_t PhaseGraphs::graph_count() const {
   return n;
 }
 
-Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream) {
+Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange) {
   for (size_t i = segment.begin; i < segment.end; ++i) {
     const BoundCall& c = calls_[i];
+    if (c.captured != BoundCall::Host::None) {
+      const Status enqueued = c.captured == BoundCall::Host::Sum
+                                  ? exchange.enqueue_sum(rank_, c.x, phase_->rows * c.width, c.staging, stream)
+                                  : exchange.enqueue_gather(rank_, c.x, phase_->rows, c.widths, c.staging, stream);
+      if (!enqueued.is_ok()) return enqueued.with_context(where(i));
+    }
     if (!c.launches) continue;
     const Status launched = launcher_->launch(*c.call, env_, c.bindings, stream);
     if (!launched.is_ok()) return launched.with_context(where(i));
@@ -36,7 +42,7 @@ Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream) {
   return Status::ok();
 }
 
-Status PhaseGraphs::build(CUstream stream, bool graphs) {
+Status PhaseGraphs::build(CUstream stream, bool graphs, DeviceExchange& exchange) {
   segments_.clear();
   for (size_t i = 0; i < calls_.size(); ++i)
     if (i == 0 || calls_[i].host != BoundCall::Host::None) segments_.push_back({i, i});
@@ -50,7 +56,7 @@ Status PhaseGraphs::build(CUstream stream, bool graphs) {
     // Thread-local capture: the other ranks' threads keep making their own (uncaptured) calls meanwhile.
     DSV41_TRY(driver_->check(driver_->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                              fmt::format("cuStreamBeginCapture_v2(phase {})", phase_->name)));
-    const Status launched = launch_range(s, stream);
+    const Status launched = launch_range(s, stream, exchange);
     CUgraph graph = nullptr;
     const Status ended = driver_->check(driver_->cuStreamEndCapture(stream, &graph),
                                         fmt::format("cuStreamEndCapture(phase {})", phase_->name));
@@ -79,7 +85,7 @@ Status PhaseGraphs::replay(CUstream stream, DeviceExchange& exchange, bool eager
       if (!exchanged.is_ok()) return exchanged.with_context(where(s.begin));
     }
     if (eager) {
-      DSV41_TRY(launch_range(s, stream));
+      DSV41_TRY(launch_range(s, stream, exchange));
     } else if (s.exec) {
       DSV41_TRY(driver_->check(driver_->cuGraphLaunch(s.exec, stream),
                                fmt::format("cuGraphLaunch(phase {}, calls {}..{})", phase_->name, s.begin, s.end - 1)));

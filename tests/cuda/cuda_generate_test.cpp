@@ -34,27 +34,6 @@ std::vector<int32_t> prompt() {
 }
 constexpr int kDecoded = 32;
 
-// Plans every rank of `world` for target h200 into DIR/rank{N}.fb.
-void plan_world(const fs::path& pack, int world, DType activations, const fs::path& dir) {
-  auto inputs = ModelInputs::read(pack.string());
-  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
-  PlanOptions options;
-  options.world = world;
-  options.target = *find_target("h200");
-  options.settings.context = 128;
-  options.settings.slots = 2;
-  options.settings.prefill_rows = {16};
-  options.settings.decode_rows = {1};
-  options.settings.activations = activations;
-  options.build.cache_dir = kernel_cache_dir();
-  fs::create_directories(dir);
-  for (int rank = 0; rank < world; ++rank) {
-    auto plan = plan_rank(*inputs, options, rank);
-    ASSERT_TRUE(plan.is_ok()) << "world " << world << " rank " << rank << ": " << plan.status().message();
-    test::write_bytes(dir / ("rank" + std::to_string(rank) + ".fb"), plan->program);
-  }
-}
-
 GenerateOptions options_for(const fs::path& programs, const fs::path& pack) {
   GenerateOptions o;
   o.program_dir = programs.string();
@@ -75,12 +54,6 @@ Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log) {
     return std::unique_ptr<Backend>(std::move(backend));
   };
   return generate(o);
-}
-
-float max_abs(const std::vector<float>& v) {
-  float m = 0;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
 }
 
 class CudaGenerate : public ::testing::Test {

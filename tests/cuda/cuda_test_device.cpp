@@ -3,9 +3,16 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "compiler/plan/targets.h"
+#include "compiler/program/rank_planner.h"
+#include "tests/support/test_support.h"
 
 namespace dsv41::cuda_test {
 
@@ -30,6 +37,32 @@ TestDevice open_test_device() {
 std::string kernel_cache_dir() {
   if (const char* env = std::getenv("DSV41_CACHE"); env && *env) return env;
   return (std::filesystem::temp_directory_path() / ("dsv41_cuda_test_cache_" + std::to_string(getpid()))).string();
+}
+
+void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir) {
+  auto inputs = ModelInputs::read(pack.string());
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  PlanOptions options;
+  options.world = world;
+  options.target = *find_target("h200");
+  options.settings.context = 128;
+  options.settings.slots = 2;
+  options.settings.prefill_rows = {16};
+  options.settings.decode_rows = {1};
+  options.settings.activations = activations;
+  options.build.cache_dir = kernel_cache_dir();
+  std::filesystem::create_directories(dir);
+  for (int rank = 0; rank < world; ++rank) {
+    auto plan = plan_rank(*inputs, options, rank);
+    ASSERT_TRUE(plan.is_ok()) << "world " << world << " rank " << rank << ": " << plan.status().message();
+    test::write_bytes(dir / ("rank" + std::to_string(rank) + ".fb"), plan->program);
+  }
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
 }
 
 }  // namespace dsv41::cuda_test

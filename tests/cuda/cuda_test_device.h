@@ -2,7 +2,11 @@
 // device, a device the h200 target's cubins do not load on), and the NVRTC cache their plans use.
 #pragma once
 
+#include <filesystem>
 #include <string>
+#include <vector>
+
+#include "common/dtype.h"
 
 #include "runtime/gpu/cuda_driver.h"
 
@@ -17,5 +21,11 @@ TestDevice open_test_device();
 
 // $DSV41_CACHE, else a folder of this process under the temp directory.
 std::string kernel_cache_dir();
+
+// Plans every rank of `world` of the pack for target h200 into DIR/rank{N}.fb: context 128, 2 slots,
+// prefill segments of 16, decode bucket 1 (the CUDA backend tests' settings).
+void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir);
+
+float max_abs(const std::vector<float>& v);
 
 }  // namespace dsv41::cuda_test
