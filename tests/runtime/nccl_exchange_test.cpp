@@ -27,7 +27,7 @@ struct FakeNccl {
   std::vector<const float*> posted;
   std::vector<int> init_ranks;
   std::vector<std::vector<uint8_t>> init_ids;
-  std::atomic<int> async_error{nccl::Success}, aborts{0}, group_depth{0}, broadcasts{0}, all_gathers{0};
+  std::atomic<int> async_error{nccl::Success}, aborts{0}, broadcasts{0}, all_gathers{0};
 
   void barrier() {
     std::unique_lock lock(mutex);
@@ -42,6 +42,7 @@ struct FakeNccl {
   }
 };
 FakeNccl* fake = nullptr;
+thread_local int group_depth = 0;  // NCCL's groups are per thread
 
 int rank_of(nccl::Comm comm) { return static_cast<int>(reinterpret_cast<uintptr_t>(comm)) - 1; }
 
@@ -69,7 +70,7 @@ int fake_all_gather(const void* send, void* recv, size_t count, int type, nccl::
   return nccl::Success;
 }
 int fake_broadcast(const void* send, void* recv, size_t count, int type, int root, nccl::Comm comm, CUstream) {
-  if (type != nccl::Float32 || fake->group_depth != 1) return nccl::InvalidUsage;  // the exchange groups them
+  if (type != nccl::Float32 || group_depth != 1) return nccl::InvalidUsage;  // the exchange groups them
   ++fake->broadcasts;
   fake->posted[rank_of(comm)] = static_cast<const float*>(send);
   fake->barrier();
@@ -77,8 +78,8 @@ int fake_broadcast(const void* send, void* recv, size_t count, int type, int roo
   fake->barrier();
   return nccl::Success;
 }
-int fake_group_start() { return ++fake->group_depth, nccl::Success; }
-int fake_group_end() { return --fake->group_depth, nccl::Success; }
+int fake_group_start() { return ++group_depth, nccl::Success; }
+int fake_group_end() { return --group_depth, nccl::Success; }
 int fake_async_error(nccl::Comm, int* error) { return *error = fake->async_error.load(), nccl::Success; }
 int fake_abort(nccl::Comm) { return ++fake->aborts, nccl::Success; }
 const char* fake_error_string(int) { return "a fake NCCL's error"; }
@@ -195,9 +196,9 @@ TEST_F(NcclFake, GatherPlacesUnevenBlocksWhereTheGatherKernelReadsThem) {
   run_world(world, [&](int r, NcclExchange& exchange) {
     const Status s = exchange.enqueue_gather(r, ptr(x[r].data()), rows, widths, ptr(staging[r].data()), nullptr);
     ASSERT_TRUE(s.is_ok()) << s.message();
+    EXPECT_EQ(group_depth, 0) << "every ncclGroupStart is matched";
   });
   EXPECT_EQ(state_.broadcasts.load(), world * 2) << "a rank of width 0 sends nothing";
-  EXPECT_EQ(state_.group_depth.load(), 0);
   for (int r = 0; r < world; ++r) {
     // kernels/exchange_gather.cuh: out[row, off_k + c] = x[rows·off_k + row·widths[k] + c].
     std::vector<float> out(rows * total);
