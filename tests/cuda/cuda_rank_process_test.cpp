@@ -164,8 +164,33 @@ void kill_mid_decode(int victim) {
   EXPECT_EQ(ranks[other].exit_code(), dist::kExitRankFailed) << err;
   EXPECT_NE(err.find(fmt::format("dsv41-rt: rank {}: stopped: another rank failed: rank {} (", other, victim)),
             std::string::npos) << err;
+  const size_t last = err.rfind("dsv41-rt: rank");
   std::printf("killed rank %d: rank %d exited with %d after %.3f s: %s", victim, other, ranks[other].exit_code(), seconds,
-              err.substr(err.rfind("dsv41-rt: rank")).c_str());
+              err.substr(last == std::string::npos ? 0 : last).c_str());
+}
+
+// NCCL takes one rank per device: two rank processes on GPU 0 get the id over the control connection,
+// then both fail in ncclCommInitRank, and the world ends with NCCL's reason (not a hang). Needs one GPU.
+TEST(CudaRankProcessesOneGpu, TwoRanksOnOneGpuEndWithNcclsReason) {
+  const TestDevice device = open_test_device();
+  if (!device.driver) GTEST_SKIP() << device.skip;
+  auto nccl = gpu::NcclLibrary::open();
+  if (!nccl.is_ok()) GTEST_SKIP() << nccl.status().message();
+  test::TempDir dir("nccl_one_gpu");
+  const fs::path& pack = test::tiny_pack("release");
+  plan_world(pack, 2, DType::F32, dir / "w2");
+  std::vector<std::string> args = {"launch", "--gpus", "0,0"};
+  for (const std::string& a : generate_args(dir / "w2", pack, 4)) args.push_back(a);
+  const auto started = Clock::now();
+  const test::CommandResult run = test::run_dsv41rt(args);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  EXPECT_NE(run.exit_code, 0) << run.describe();
+  EXPECT_NE(run.err.find("ncclCommInitRank(rank "), std::string::npos) << run.describe();
+  EXPECT_NE(run.err.find("dsv41-rt launch: first failure: rank "), std::string::npos) << run.describe();
+  EXPECT_LT(seconds, 30.0);
+  const size_t first = run.err.find("dsv41-rt launch: first failure");
+  std::printf("two ranks on one GPU: exit %d after %.2f s; %s", run.exit_code, seconds,
+              run.err.substr(first == std::string::npos ? 0 : first).c_str());
 }
 
 TEST_F(CudaRankProcesses, KillingRankOneMidDecodeEndsRankZeroWithinTwoSeconds) { kill_mid_decode(1); }
