@@ -26,24 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// 40 ids: longer than the window (16) and than index_topk (8) compressed entries at ratio 2.
-std::vector<int32_t> prompt() {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 40; ++i) ids.push_back(3 + (i * 97) % 1270);
-  return ids;
-}
-constexpr int kDecoded = 32;
-
-GenerateOptions options_for(const fs::path& programs, const fs::path& pack) {
-  GenerateOptions o;
-  o.program_dir = programs.string();
-  o.model_dir = pack.string();
-  o.prompt = prompt();
-  o.max_tokens = kDecoded;
-  o.stop_at_eos = false;
-  return o;
-}
-
 Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log) {
   gpu::CudaBackendOptions cuda;
   cuda.model_dir = o.model_dir;

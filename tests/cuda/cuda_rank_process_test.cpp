@@ -31,13 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::vector<int32_t> prompt() {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 40; ++i) ids.push_back(3 + (i * 97) % 1270);
-  return ids;
-}
-constexpr int kDecoded = 32;
-
 std::vector<std::string> generate_args(const fs::path& programs, const fs::path& pack, int max_tokens) {
   return {"generate", programs.string(), "--model", pack.string(), "--prompt-ids", fmt::format("{}", fmt::join(prompt(), ",")),
           "--max-tokens", std::to_string(max_tokens), "--ignore-eos", "--backend", "cuda"};
@@ -80,13 +73,7 @@ TEST_F(CudaRankProcesses, WorldTwoMatchesTheCpuRanksAgreeAndGraphsEqualEager) {
     const fs::path& pack = test::tiny_pack(format);
     const fs::path programs = dir / format;
     plan_world(pack, 2, DType::F32, programs);
-    GenerateOptions o;
-    o.program_dir = programs.string();
-    o.model_dir = pack.string();
-    o.prompt = prompt();
-    o.max_tokens = kDecoded;
-    o.stop_at_eos = false;
-    auto cpu = generate(o);
+    auto cpu = generate(options_for(programs, pack));
     ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
 
     std::vector<float> logits[2];

@@ -59,6 +59,22 @@ void plan_world(const std::filesystem::path& pack, int world, DType activations,
   }
 }
 
+std::vector<int32_t> prompt() {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back(3 + (i * 97) % 1270);
+  return ids;
+}
+
+GenerateOptions options_for(const std::filesystem::path& programs, const std::filesystem::path& pack) {
+  GenerateOptions o;
+  o.program_dir = programs.string();
+  o.model_dir = pack.string();
+  o.prompt = prompt();
+  o.max_tokens = kDecoded;
+  o.stop_at_eos = false;
+  return o;
+}
+
 float max_abs(const std::vector<float>& v) {
   float m = 0;
   for (float x : v) m = std::max(m, std::fabs(x));

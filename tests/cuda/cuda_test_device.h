@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "runtime/generate.h"
 
 #include "runtime/gpu/cuda_driver.h"
 
@@ -27,5 +28,11 @@ std::string kernel_cache_dir();
 void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir);
 
 float max_abs(const std::vector<float>& v);
+
+// 40 ids: longer than the window (16) and than index_topk (8) compressed entries at ratio 2.
+std::vector<int32_t> prompt();
+constexpr int kDecoded = 32;
+// Greedy generation of prompt() for kDecoded tokens (eos ignored) on the programs in `programs`.
+GenerateOptions options_for(const std::filesystem::path& programs, const std::filesystem::path& pack);
 
 }  // namespace dsv41::cuda_test
