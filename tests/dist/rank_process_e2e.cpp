@@ -147,6 +147,20 @@ TEST(RankProcesses, LaunchWithoutAWorldIsAUsageError) {
   EXPECT_NE(run.err.find("give --world W (CPU ranks) or --gpus 0,1,..."), std::string::npos) << run.describe();
 }
 
+// --gpus takes one comma-separated token: COMMAND and its arguments reach every rank (here they fail on
+// the missing folder, which shows they arrived); a malformed list is a usage error.
+TEST(RankProcesses, LaunchGpusTakesOneListAndLeavesTheCommandToTheRanks) {
+  const test::CommandResult run =
+      test::run_dsv41rt({"launch", "--gpus", "0,1", "generate", "/nonexistent-w2", "--model", "/nonexistent",
+                         "--prompt-ids", "1", "--max-tokens", "1"});
+  EXPECT_EQ(run.exit_code, 1) << run.describe();
+  EXPECT_NE(run.err.find("rank 1: /nonexistent-w2"), std::string::npos) << run.describe();
+  const test::CommandResult bad = test::run_dsv41rt({"launch", "--gpus", "0,x", "generate", "/nonexistent-w2"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("--gpus 0,x: expected GPU ordinals separated by commas, e.g. 0,1"), std::string::npos)
+      << bad.describe();
+}
+
 // SIGTERM to the launcher reaches every rank; the launcher ends with the first rank's signal.
 TEST(RankProcesses, LaunchForwardsSigterm) {
   test::TempDir dir("term");
