@@ -94,6 +94,11 @@ TEST_F(CudaRankProcesses, WorldTwoMatchesTheCpuRanksAgreeAndGraphsEqualEager) {
       std::printf("pack %s, %s: %.2f s for launch + boot + %d tokens; %zu phases with equal digests on both ranks\n",
                   format.c_str(), eager ? "eager" : "graphs", std::chrono::duration<double>(Clock::now() - started).count(),
                   kDecoded, d0.size());
+      if (!eager) {
+        const std::regex built("rank [01]: [0-9]+ graphs for [^\n]*");
+        for (auto it = std::sregex_iterator(run.err.begin(), run.err.end(), built); it != std::sregex_iterator(); ++it)
+          std::printf("  %s\n", it->str().c_str());
+      }
       if (eager) {
         const std::regex timing("dsv41-rt: rank [01]: [^\n]*NCCL exchanges took[^\n]*");
         for (auto it = std::sregex_iterator(run.err.begin(), run.err.end(), timing); it != std::sregex_iterator(); ++it)
