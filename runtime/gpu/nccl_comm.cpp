@@ -18,7 +18,9 @@ Result<std::unique_ptr<NcclComm>> NcclComm::init(const NcclLibrary& nccl, const 
 
 NcclComm::~NcclComm() {
   stop_watch();
-  abort();
+  // NCCL's threads must be gone before the process exits and the CUDA runtime inside libnccl tears
+  // down (a rank segfaulted at exit after a clean run while this abort was bounded to 500 ms).
+  abort(kDestroyWaitMs);
 }
 
 void NcclComm::stop_watch() {
@@ -49,20 +51,23 @@ void NcclComm::watch(int poll_ms, std::function<void(const std::string& reason)>
 }
 
 void NcclComm::abort(int limit_ms) {
+  std::shared_future<void> done;
   {
     // Under the watch's lock: the watch never queries a communicator being aborted.
     std::lock_guard lock(mutex_);
-    if (aborted_.exchange(true) || !comm_) return;
+    if (!aborted_.exchange(true) && comm_) {
+      // On a thread of its own: a rank that must end within the fail-fast bound waits at most
+      // `limit_ms`; later callers (the destructor) wait for the same abort to finish.
+      auto promise = std::make_shared<std::promise<void>>();
+      abort_done_ = promise->get_future().share();
+      std::thread([nccl = &nccl_, comm = comm_, promise] {
+        (void)nccl->ncclCommAbort(comm);
+        promise->set_value();
+      }).detach();
+    }
+    done = abort_done_;
   }
-  // The abort runs on a thread of its own: a rank that must end within the fail-fast bound does not
-  // wait longer than `limit_ms` for it.
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> finished = done->get_future();
-  std::thread([nccl = &nccl_, comm = comm_, done] {
-    (void)nccl->ncclCommAbort(comm);
-    done->set_value();
-  }).detach();
-  (void)finished.wait_for(std::chrono::milliseconds(limit_ms));
+  if (done.valid()) (void)done.wait_for(std::chrono::milliseconds(limit_ms));
 }
 
 }  // namespace dsv41::gpu

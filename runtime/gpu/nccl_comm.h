@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,8 +34,8 @@ class NcclComm {
   // Polls ncclCommGetAsyncError every `poll_ms` on a thread of its own; the first error (or a failed
   // query) calls `on_error` once, on that thread, with "NCCL: <call>: <name>: <text>".
   void watch(int poll_ms, std::function<void(const std::string& reason)> on_error);
-  // ncclCommAbort, once (later calls return at once): wakes this rank's NCCL kernels and host waits.
-  // Waits at most `limit_ms` for it; an abort that hangs is left to finish on its own thread.
+  // ncclCommAbort, once: wakes this rank's NCCL kernels and host waits. Waits at most `limit_ms` for
+  // it (a later call waits for the same abort); an abort that takes longer goes on on its own thread.
   void abort(int limit_ms = 500);
   bool aborted() const { return aborted_.load(); }
 
@@ -46,7 +47,9 @@ class NcclComm {
   const NcclLibrary& nccl_;
   nccl::Comm comm_;
   int rank_, world_;
+  static constexpr int kDestroyWaitMs = 10000;
   std::atomic<bool> aborted_{false};
+  std::shared_future<void> abort_done_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
