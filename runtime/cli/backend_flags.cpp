@@ -11,10 +11,17 @@ void add_backend_flags(CLI::App* cmd, BackendFlags& flags) {
                   "--master one rank process per GPU exchanging over NCCL; boot reports on stderr)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--device", flags.device, "cuda: the CUDA device ordinal every rank uses (with --master: this rank's; `launch --gpus` shows "
-                  "each rank only its own GPU, as 0)")
+  cmd->add_option("--device", flags.device,
+                  "cuda: the CUDA device ordinal every rank uses (with --master: this rank's; `launch --gpus` "
+                  "shows each rank only its own GPU, as 0)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--devices", flags.devices,
+                  "cuda: one GPU per rank, all threads of this process: rank r runs on the r-th ordinal "
+                  "(e.g. --devices 0,1 for world 2); exchanges are staged through host memory")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber)
+      ->excludes("--device");
   cmd->add_option("--synthetic-weights", flags.synthetic_seed,
                   "cuda: fill every weight on the device from this seed instead of reading the shards (the "
                   "release shapes run without their files; the tokens mean nothing)");
@@ -25,6 +32,7 @@ gpu::CudaBackendOptions cuda_backend_options(const BackendFlags& flags, const st
   gpu::CudaBackendOptions cuda;
   cuda.model_dir = model_dir;
   cuda.device = flags.device;
+  cuda.devices = flags.devices;
   cuda.eager = flags.eager;
   cuda.synthetic_seed = flags.synthetic_seed;
   return cuda;

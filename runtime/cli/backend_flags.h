@@ -1,9 +1,10 @@
-// runtime/cli/backend_flags.h — the flags that choose a backend (--backend, --device, --eager, --synthetic-weights), shared by generate and serve.
+// runtime/cli/backend_flags.h — the flags that choose a backend (--backend, --device, --devices, --eager, --synthetic-weights), shared by generate and serve.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -15,11 +16,12 @@ namespace dsv41::cli {
 struct BackendFlags {
   std::string backend = "cpu";
   int device = 0;
+  std::vector<int> devices;  // --devices: rank r of the world on devices[r]
   bool eager = false;
   std::optional<uint64_t> synthetic_seed;
 };
 
-// Adds the four flags to `cmd`, bound to `flags` (which must outlive parsing).
+// Adds the five flags to `cmd`, bound to `flags` (which must outlive parsing).
 void add_backend_flags(CLI::App* cmd, BackendFlags& flags);
 
 // The CUDA backend's options the flags give (also for a CUDA rank process).

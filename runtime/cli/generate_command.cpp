@@ -51,6 +51,9 @@ Status run_generate(GenerateFlags f) {
   f.options.backend = backend_factory(f.backend, f.options.model_dir);
   f.options.stop_at_eos = !f.ignore_eos;
   const bool as_rank = !f.rank_process.master.empty();
+  if (as_rank && !f.backend.devices.empty())
+    return Status::error("--devices with --master: a rank process runs on one GPU (--device, or `launch --gpus 0,1` "
+                         "for one process per GPU)");
   if (f.time_exchanges && !(as_rank && f.backend.backend == "cuda" && f.backend.eager))
     return Status::error("--time-exchanges: only for --backend cuda --eager ranks as processes (with --master)");
   GenerateResult result;

@@ -1,6 +1,8 @@
 // runtime/gpu/cuda_backend.cpp — driver and device checks, and each rank's boot on its own thread.
 #include "runtime/gpu/cuda_backend.h"
 
+#include <fmt/ranges.h>
+
 namespace dsv41::gpu {
 
 Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBackendOptions& options) {
@@ -10,6 +12,21 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBack
     return Status::errorf("--device {}: this machine has {} CUDA device{} (0..{})", options.device, count,
                           count == 1 ? "" : "s", count - 1);
   if (world < 1) return Status::errorf("world {}: must be at least 1", world);
+  if (!options.devices.empty()) {
+    if (static_cast<int>(options.devices.size()) != world)
+      return Status::errorf("--devices {}: {} ordinal{} for world {} (one per rank)", fmt::join(options.devices, ","),
+                            options.devices.size(), options.devices.size() == 1 ? "" : "s", world);
+    for (size_t i = 0; i < options.devices.size(); ++i) {
+      const int d = options.devices[i];
+      if (d < 0 || d >= count)
+        return Status::errorf("--devices: ordinal {} (rank {}): this machine has {} CUDA device{} (0..{})", d, i, count,
+                              count == 1 ? "" : "s", count - 1);
+      for (size_t j = 0; j < i; ++j)
+        if (options.devices[j] == d)
+          return Status::errorf("--devices: ordinal {} named for ranks {} and {} (ranks that share a GPU: --device)", d,
+                                j, i);
+    }
+  }
   return std::unique_ptr<CudaBackend>(new CudaBackend(*driver, world, options));
 }
 
@@ -19,7 +36,7 @@ Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& prog
                           program.program().world(), exchange_->world());
   {
     std::lock_guard lock(mutex_);
-    DSV41_TRY(driver_.use_device(options_.device));  // the context is current per thread
+    DSV41_TRY(driver_.use_device(device_of(program.program().rank())));  // current per thread
   }
   GpuSessionOptions session_options;
   session_options.model_dir = options_.model_dir;

@@ -1,5 +1,6 @@
 // runtime/gpu/cuda_backend.h — the CUDA Backend: a world whose ranks are threads of this process, all on
-// one GPU (device N), each rank a GpuSession, exchanging through the host-staged exchange.
+// one GPU (device N) or one GPU each (devices), each rank a GpuSession, exchanging through the
+// host-staged exchange.
 #pragma once
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/gpu/device_exchange.h"
 #include "runtime/gpu/gpu_session.h"
@@ -16,7 +18,8 @@ namespace dsv41::gpu {
 
 struct CudaBackendOptions {
   std::string model_dir;
-  int device = 0;          // the CUDA ordinal every rank uses
+  int device = 0;          // the CUDA ordinal every rank uses, unless `devices` is given
+  std::vector<int> devices;  // rank r on devices[r] (exactly one per rank, no ordinal twice)
   bool eager = false;      // no graphs: launch every call on each run
   std::FILE* log = stderr; // each rank's boot report and weight-load progress; nullptr: silent
   std::optional<uint64_t> synthetic_seed;  // --synthetic-weights SEED: no weight file is read
@@ -32,6 +35,8 @@ class CudaBackend final : public Backend {
   void abort(const std::string& reason) override { exchange_->abort(reason); }
 
  private:
+  // The ordinal rank `rank` runs on.
+  int device_of(int rank) const { return options_.devices.empty() ? options_.device : options_.devices[rank]; }
   CudaBackend(CudaDriver& driver, int world, CudaBackendOptions options)
       : driver_(driver), options_(std::move(options)), exchange_(std::make_unique<HostStagedExchange>(driver, world)) {}
   CudaDriver& driver_;

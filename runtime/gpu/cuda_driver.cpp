@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <vector>
 #include <utility>
 
 namespace dsv41::gpu {
@@ -105,23 +106,48 @@ Result<int> CudaDriver::device_count() const {
   return count;
 }
 
+namespace {
+
+// The calling thread's device (use_device), and the primary contexts retained so far, by ordinal.
+struct ThreadDevice {
+  int ordinal = -1;
+  CUdevice device = 0;
+};
+thread_local ThreadDevice current_device;
+
+struct RetainedContexts {
+  std::mutex mutex;
+  std::vector<CUcontext> by_ordinal;
+};
+RetainedContexts& retained_contexts() {
+  static RetainedContexts contexts;
+  return contexts;
+}
+
+}  // namespace
+
 Status CudaDriver::use_device(int ordinal) {
-  if (context_ == nullptr || device_ordinal_ != ordinal) {
-    CUdevice device = 0;
-    DSV41_TRY(check(cuDeviceGet(&device, ordinal), fmt::format("cuDeviceGet({})", ordinal)));
-    CUcontext context = nullptr;
-    DSV41_TRY(check(cuDevicePrimaryCtxRetain(&context, device), fmt::format("cuDevicePrimaryCtxRetain(device {})", ordinal)));
-    device_ = device;
-    context_ = context;
-    device_ordinal_ = ordinal;
+  CUdevice device = 0;
+  DSV41_TRY(check(cuDeviceGet(&device, ordinal), fmt::format("cuDeviceGet({})", ordinal)));
+  CUcontext context = nullptr;
+  {
+    RetainedContexts& contexts = retained_contexts();
+    std::lock_guard lock(contexts.mutex);
+    if (contexts.by_ordinal.size() <= static_cast<size_t>(ordinal)) contexts.by_ordinal.resize(ordinal + 1, nullptr);
+    CUcontext& slot = contexts.by_ordinal[ordinal];
+    if (slot == nullptr)
+      DSV41_TRY(check(cuDevicePrimaryCtxRetain(&slot, device), fmt::format("cuDevicePrimaryCtxRetain(device {})", ordinal)));
+    context = slot;
   }
-  return check(cuCtxSetCurrent(context_), fmt::format("cuCtxSetCurrent(device {})", ordinal));
+  DSV41_TRY(check(cuCtxSetCurrent(context), fmt::format("cuCtxSetCurrent(device {})", ordinal)));
+  current_device = {ordinal, device};
+  return Status::ok();
 }
 
 Result<int> CudaDriver::attribute(CUdevice_attribute attr) const {
-  if (device_ordinal_ < 0) return Status::error("CUDA: no device in use (use_device first)");
+  if (current_device.ordinal < 0) return Status::error("CUDA: no device in use on this thread (use_device first)");
   int value = 0;
-  DSV41_TRY(check(cuDeviceGetAttribute(&value, attr, device_), fmt::format("cuDeviceGetAttribute({})", static_cast<int>(attr))));
+  DSV41_TRY(check(cuDeviceGetAttribute(&value, attr, current_device.device), fmt::format("cuDeviceGetAttribute({})", static_cast<int>(attr))));
   return value;
 }
 
@@ -132,9 +158,10 @@ Result<std::string> CudaDriver::device_arch() const {
 }
 
 std::string CudaDriver::describe_device() const {
-  if (device_ordinal_ < 0) return "no device in use";
+  if (current_device.ordinal < 0) return "no device in use";
   char name[256] = {0};
-  if (cuDeviceGetName(name, sizeof(name) - 1, device_) != CUDA_SUCCESS) std::snprintf(name, sizeof(name), "device %d", device_ordinal_);
+  if (cuDeviceGetName(name, sizeof(name) - 1, current_device.device) != CUDA_SUCCESS)
+    std::snprintf(name, sizeof(name), "device %d", current_device.ordinal);
   int version = 0;
   if (cuDriverGetVersion(&version) != CUDA_SUCCESS) version = 0;
   auto arch = device_arch();

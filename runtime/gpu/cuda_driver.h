@@ -27,9 +27,10 @@ class CudaDriver {
   // cuDeviceGetCount.
   Result<int> device_count() const;
   // Makes device `ordinal`'s primary context current on the calling thread (retained once per
-  // device for the life of the process).
+  // device for the life of the process). The device in use is per thread, so ranks that are threads
+  // of one process may each use another GPU.
   Status use_device(int ordinal);
-  // "NVIDIA H200 (sm_90, driver 13.0)": the current device.
+  // "NVIDIA H200 (sm_90, driver 13.0)": the calling thread's device.
   std::string describe_device() const;
   // The current device's compute capability as "sm_XY".
   Result<std::string> device_arch() const;
@@ -87,9 +88,6 @@ class CudaDriver {
   CudaDriver() = default;
   static Result<CudaDriver*> load();
   void* library_ = nullptr;
-  int device_ordinal_ = -1;
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
 };
 
 // Device memory, freed when the object goes (move-only). A zero-byte buffer holds no allocation and

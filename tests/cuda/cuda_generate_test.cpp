@@ -2,8 +2,8 @@
 // on the tiny fixture (label gpu; skips without a driver): worlds 1-4 as threads on device 0, both pack
 // formats, a 40-token prompt (the 16-row window wraps, compressed entries outnumber index_topk 8 and
 // the candidate mask is active) and 32 decoded tokens. Check mode (activations f32): logits within
-// 1e-3·max|logit| of the CPU at every step, greedy tokens identical. BF16 mode: first token identical
-// and the first step close (see that test for why not more). Graph replay equals --eager bit for bit, and every
+// 1e-3·max|logit| of the CPU at every step, greedy tokens identical. BF16 mode: within the bounds the CPU
+// backend's worlds are held to among themselves (prompt rows compared statistically), first token identical. Graph replay equals --eager bit for bit, and every
 // rank holds the same bits after the exchanges.
 //
 // Environment: DSV41_CACHE is the NVRTC cache folder the plans compile into.
@@ -19,6 +19,7 @@
 #include "runtime/generate.h"
 #include "runtime/gpu/cuda_backend.h"
 #include "tests/cuda/cuda_test_device.h"
+#include "tests/model/model_compare.h"
 #include "tests/runtime/runtime_fixtures.h"
 
 namespace dsv41::cuda_test {
@@ -26,9 +27,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log) {
+Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log, std::vector<int> devices = {}) {
   gpu::CudaBackendOptions cuda;
   cuda.model_dir = o.model_dir;
+  cuda.devices = std::move(devices);
   cuda.eager = eager;
   cuda.log = log;
   o.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
@@ -86,16 +88,40 @@ TEST_F(CudaGenerate, CheckModeMatchesTheCpuAtEveryStepAndGraphsEqualEager) {
   }
 }
 
-// BF16 mode rounds where docs/model.md says, and the GPU sums in another order than the CPU, so a
-// value near a rounding boundary can round the other way and the two drift apart, as the CPU's own
-// worlds do: on the bf16 pack and generate_test's 11-token prompt the CPU's world 4 picks another
-// second token than its worlds 1-3 (318 against 1023, a near tie), and the GPU lands on either side
-// too. So a token after the first is not a criterion; checked per configuration and prompt (generate_test's
-// 11 tokens with 5 decoded, and this test's 40 with 32): the first token identical, and the first
-// step's logits within 0.1·max|logit| (measured on the H200: up to 0.197 at max|logit| 3.1 on the bf16
-// pack; the CPU tests' own 2e-2 holds on the release pack only, see docs/perf.md). The numbers of
-// every configuration are printed, with the steps whose history is identical.
-TEST_F(CudaGenerate, Bf16ModeFirstTokenIdenticalAndFirstStepClose) {
+// Ranks that are threads of one process, one GPU each (--devices 0,1): the same bits as both ranks on
+// one GPU (the same cubins, the same host-staged exchange), so within check mode's bound of the CPU.
+TEST_F(CudaGenerate, RanksOnSeveralGpusOfOneProcessEqualRanksOnOne) {
+  auto count = device_.driver->device_count();
+  ASSERT_TRUE(count.is_ok()) << count.status().message();
+  if (*count < 2) GTEST_SKIP() << "one CUDA device on this machine; the test needs two";
+  test::TempDir dir("cuda_devices");
+  const fs::path& pack = test::tiny_pack("release");
+  plan_world(pack, 2, DType::F32, dir.path());
+  const GenerateOptions o = options_for(dir.path(), pack);
+  auto cpu = generate(o);
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
+  auto one = on_cuda(o, false, nullptr);
+  ASSERT_TRUE(one.is_ok()) << one.status().message();
+  auto two = on_cuda(o, false, stdout, {0, 1});
+  ASSERT_TRUE(two.is_ok()) << two.status().message();
+  EXPECT_EQ(two->tokens, cpu->tokens);
+  ASSERT_EQ(two->logits.size(), one->logits.size());
+  for (size_t step = 0; step < one->logits.size(); ++step)
+    ASSERT_EQ(0, std::memcmp(two->logits[step].data(), one->logits[step].data(), one->logits[step].size() * sizeof(float)))
+        << "step " << step << ": ranks on GPUs 0 and 1 differ from both ranks on GPU 0";
+  std::printf("[measured] world 2 on GPUs 0,1: %zu tokens equal to the CPU's, logits equal to one GPU's at every step\n",
+              two->tokens.size());
+}
+
+// BF16 mode is held to the bounds the CPU backend's own worlds are held to (tests/model,
+// model_compare.h kBf16*): a different fp32 summation order moves a value across a bf16 rounding
+// boundary now and then and the flip cascades through later layers and rows, so rows are compared
+// statistically (median and worst max|diff|/max|logit| over every prompt row, and top-1 agreement),
+// and the first greedy token must be identical. The CPU's worlds differ among themselves the same way
+// (on the bf16 pack and the 40-token prompt, CPU worlds 1 and 3 differ by 0.024 at the prompt's last
+// row and by up to 0.35 over the decode steps, tokens all identical), so later tokens are printed,
+// not asserted. Both generate_test's 11-token prompt and this file's 40-token one are run.
+TEST_F(CudaGenerate, Bf16ModeWithinTheCpuWorldsBounds) {
   test::TempDir dir("cuda_bf16");
   for (const std::string format : {"release", "bf16"}) {
     const fs::path& pack = test::tiny_pack(format);
@@ -103,9 +129,10 @@ TEST_F(CudaGenerate, Bf16ModeFirstTokenIdenticalAndFirstStepClose) {
       const fs::path programs = dir / (format + "-bf16-w" + std::to_string(world));
       plan_world(pack, world, DType::BF16, programs);
       for (const bool short_prompt : {true, false}) {
-        SCOPED_TRACE(::testing::Message() << "pack " << format << ", world " << world << ", activations bf16, "
-                                          << (short_prompt ? "11" : "40") << "-token prompt");
+        const std::string what = "pack " + format + ", world " + std::to_string(world) + ", activations bf16, " +
+                                 (short_prompt ? "11" : "40") + "-token prompt";
         GenerateOptions o = options_for(programs, pack);
+        o.all_logits = true;
         if (short_prompt) {
           o.prompt = {5, 6, 7, 8, 9, 10, 300, 301, 1000, 17, 4};  // generate_test's
           o.max_tokens = 5;
@@ -116,23 +143,17 @@ TEST_F(CudaGenerate, Bf16ModeFirstTokenIdenticalAndFirstStepClose) {
         ASSERT_TRUE(gpu.is_ok()) << gpu.status().message();
         ASSERT_FALSE(gpu->tokens.empty());
         ASSERT_EQ(gpu->logits.size(), cpu->logits.size());
-        EXPECT_EQ(gpu->tokens[0], cpu->tokens[0]);
+        EXPECT_EQ(gpu->tokens[0], cpu->tokens[0]) << what;
+        const size_t prompt_rows = o.prompt.size();
+        const model_test::Bf16Agreement rows = model_test::bf16_agreement(gpu->logits, cpu->logits, 0, prompt_rows);
+        model_test::expect_bf16_agreement(rows, what + ", prompt rows");
         size_t same = 0;
         while (same < gpu->tokens.size() && gpu->tokens[same] == cpu->tokens[same]) ++same;
-        double first = 0, worst_same_history = 0;
-        for (size_t step = 0; step <= std::min(same, cpu->logits.size() - 1); ++step)
-          for (size_t v = 0; v < cpu->logits[step].size(); ++v) {
-            const double d = std::fabs(gpu->logits[step][v] - cpu->logits[step][v]);
-            worst_same_history = std::max(worst_same_history, d);
-            if (step == 0) first = std::max(first, d);
-          }
-        const double scale = max_abs(cpu->logits[0]);
-        EXPECT_LE(first, 0.1 * scale);
-        std::printf("pack %s world %d bf16, %s-token prompt: first token identical: %s; %zu of %zu tokens identical; "
-                    "first step max|cuda-cpu| %.4f (max|cpu| %.3f); steps with identical history max|cuda-cpu| %.4f\n",
-                    format.c_str(), world, short_prompt ? "11" : "40",
-                    gpu->tokens[0] == cpu->tokens[0] ? "yes" : "NO", same, gpu->tokens.size(), first, scale,
-                    worst_same_history);
+        const model_test::Bf16Agreement decoded =
+            model_test::bf16_agreement(gpu->logits, cpu->logits, prompt_rows, gpu->logits.size());
+        std::printf("[measured] %s: prompt rows %s; %zu of %zu tokens identical; decode rows %s\n", what.c_str(),
+                    model_test::describe(rows).c_str(), same, gpu->tokens.size(),
+                    model_test::describe(decoded).c_str());
       }
     }
   }
