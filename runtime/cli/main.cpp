@@ -3,6 +3,7 @@
 
 #include "common/cli_support.h"
 #include "common/program_file.h"
+#include "runtime/cli/bench_command.h"
 #include "runtime/cli/generate_command.h"
 #include "runtime/cli/launch_command.h"
 #include "runtime/cli/serve_command.h"
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
       dsv41::cli::add_subcommand(app, dsv41::cli::add_generate_command),
       dsv41::cli::add_subcommand(app, dsv41::cli::add_serve_command),
       dsv41::cli::add_subcommand(app, dsv41::cli::add_tokenize_command),
-      dsv41::cli::add_subcommand(app, dsv41::cli::add_launch_command)};
+      dsv41::cli::add_subcommand(app, dsv41::cli::add_launch_command),
+      dsv41::cli::add_subcommand(app, dsv41::cli::add_bench_command)};
   return dsv41::cli::run_subcommands(app, argc, argv, commands, "dsv41-rt");
 }

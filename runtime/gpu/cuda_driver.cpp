@@ -73,6 +73,11 @@ Result<CudaDriver*> CudaDriver::load() {
   resolve(library, "cuGraphExecDestroy", d->cuGraphExecDestroy, missing);
   resolve(library, "cuGraphDestroy", d->cuGraphDestroy, missing);
   resolve(library, "cuCtxGetCurrent", d->cuCtxGetCurrent, missing);
+  resolve(library, "cuEventCreate", d->cuEventCreate, missing);
+  resolve(library, "cuEventDestroy_v2", d->cuEventDestroy, missing);
+  resolve(library, "cuEventRecord", d->cuEventRecord, missing);
+  resolve(library, "cuEventSynchronize", d->cuEventSynchronize, missing);
+  resolve(library, "cuEventElapsedTime_v2", d->cuEventElapsedTime, missing);
   if (!missing.empty()) {
     dlclose(library);
     delete d;

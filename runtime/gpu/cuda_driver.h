@@ -83,6 +83,12 @@ class CudaDriver {
   decltype(&::cuGraphExecDestroy) cuGraphExecDestroy = nullptr;
   decltype(&::cuGraphDestroy) cuGraphDestroy = nullptr;
   decltype(&::cuCtxGetCurrent) cuCtxGetCurrent = nullptr;
+  // Events: `dsv41-rt bench` times replays and single launches with them (runtime/gpu/bench_*).
+  decltype(&::cuEventCreate) cuEventCreate = nullptr;
+  decltype(&::cuEventDestroy) cuEventDestroy = nullptr;            // cuEventDestroy_v2
+  decltype(&::cuEventRecord) cuEventRecord = nullptr;
+  decltype(&::cuEventSynchronize) cuEventSynchronize = nullptr;
+  decltype(&::cuEventElapsedTime) cuEventElapsedTime = nullptr;    // cuEventElapsedTime_v2
 
  private:
   CudaDriver() = default;

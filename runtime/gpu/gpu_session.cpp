@@ -81,7 +81,8 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
 
   // Sizes first, then the memory check, then allocations: a plan that cannot fit fails before any.
   DSV41_ASSIGN_OR_RETURN(s->layout_, plan_device_layout(file, s->calls_));
-  const ExchangeBinding binding = s->world_ == 1       ? ExchangeBinding::None
+  // A rank run alone (no peers: bench) makes no exchange either.
+  const ExchangeBinding binding = s->world_ == 1 || options.alone ? ExchangeBinding::None
                                   : exchange.host_side() ? ExchangeBinding::Host
                                                          : ExchangeBinding::Captured;
   if (binding == ExchangeBinding::Captured) s->layout_.exchange_bytes = exchange_staging_bytes(s->calls_, s->world_);
@@ -117,6 +118,7 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   for (const Phase& phase : s->calls_.phases) {
     DSV41_ASSIGN_OR_RETURN(PhaseGraphs graphs,
                            bind_phase(driver, *s->launcher_, p, s->calls_, phase, s->layout_, addresses, binding));
+    if (options.alone) graphs.skip_op("exchange_gather");
     s->graphs_.push_back(std::move(graphs));
   }
   for (PhaseGraphs& graphs : s->graphs_) DSV41_TRY(graphs.build(s->stream_, !s->eager_, exchange));
@@ -165,17 +167,34 @@ Status GpuSession::check_errors(size_t index) {
   return Status::ok();
 }
 
-Status GpuSession::run(const Phase& phase, const std::vector<int32_t>& statics) {
-  DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
+Status GpuSession::stage(const Phase& phase, const std::vector<int32_t>& statics) {
+  DSV41_TRY(phase_index(phase).status());
   DSV41_TRY(check_statics(phase, statics));
   // On the rank's stream, so the replay that follows reads them (the stream does not wait for the legacy one).
   DSV41_TRY(driver_.check(driver_.cuMemcpyHtoDAsync(statics_.ptr(), statics.data(), statics.size() * sizeof(int32_t), stream_),
                           "cuMemcpyHtoDAsync_v2(statics)"));
   DSV41_TRY(driver_.check(driver_.cuMemsetD8Async(errors_.ptr(), 0, phase.calls.size() * sizeof(int32_t), stream_),
                           "cuMemsetD8Async(error words)"));
-  DSV41_TRY(graphs_[index].replay(stream_, exchange_, eager_));
+  // A copy from pageable memory is staged before the call returns, so `statics` may go; not waited
+  // for (a caller timing replays synchronises the stream first).
+  return Status::ok();
+}
+
+Status GpuSession::enqueue(const Phase& phase, const CallObserver* observer) {
+  DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
+  return graphs_[index].replay(stream_, exchange_, eager_, observer);
+}
+
+Status GpuSession::finish(const Phase& phase) {
+  DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
   DSV41_TRY(driver_.check(driver_.cuStreamSynchronize(stream_), fmt::format("cuStreamSynchronize(phase {})", phase.name)));
   return check_errors(index);
+}
+
+Status GpuSession::run(const Phase& phase, const std::vector<int32_t>& statics) {
+  DSV41_TRY(stage(phase, statics));
+  DSV41_TRY(enqueue(phase));
+  return finish(phase);
 }
 
 Status GpuSession::read_logits(const Phase& phase, int64_t first_row, int64_t rows, float* out) {

@@ -27,6 +27,10 @@ struct GpuSessionOptions {
   bool eager = false;  // launch every call on each run instead of replaying graphs
   std::optional<uint64_t> synthetic_seed;  // fill the weights from this seed; no file is read
   LoadOptions load;    // readers, staging size, progress
+  // A rank of a bigger world run by itself (dsv41-rt bench --alone, the per-rank case): its exchanges
+  // have no peer, so exchange_sum stores this rank's own partial and exchange_gather launches nothing
+  // (the other ranks' columns stay zero). Its logits mean nothing.
+  bool alone = false;
 };
 
 class GpuSession final : public RankSession {
@@ -49,6 +53,19 @@ class GpuSession final : public RankSession {
   // checks every call's error word: a non-zero one fails naming the phase, call and op.
   Status run(const Phase& phase, const std::vector<int32_t>& statics) override;
   Status read_logits(const Phase& phase, int64_t first_row, int64_t rows, float* out) override;
+
+  // run() in three steps, for measuring tools (dsv41-rt bench): `stage` checks and writes the statics
+  // and zeroes the error words on stream(); `enqueue` replays the phase on stream() over the
+  // staged statics without waiting, as often as called (with an `observer`: call by call, see
+  // PhaseGraphs::replay); `finish` waits and checks the error words.
+  Status stage(const Phase& phase, const std::vector<int32_t>& statics);
+  Status enqueue(const Phase& phase, const CallObserver* observer = nullptr);
+  Status finish(const Phase& phase);
+  CUstream stream() const { return stream_; }
+  CudaDriver& driver() const { return driver_; }
+  const DeviceLayout& layout() const { return layout_; }
+  int slots() const { return slots_; }
+  int64_t context() const { return context_; }
   void reset_slot(int slot) override;
 
   // The bytes of a buffer of the phase's arena by name, as the last run left them (tests, tools).

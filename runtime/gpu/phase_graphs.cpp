@@ -26,7 +26,13 @@ size_t PhaseGraphs::graph_count() const {
   return n;
 }
 
-Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange) {
+void PhaseGraphs::skip_op(const std::string& op) {
+  for (BoundCall& c : calls_)
+    if (c.call->op == op) c.launches = false;
+}
+
+Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange,
+                                 const CallObserver* observer) {
   for (size_t i = segment.begin; i < segment.end; ++i) {
     const BoundCall& c = calls_[i];
     if (c.captured != BoundCall::Host::None) {
@@ -36,8 +42,10 @@ Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, Device
       if (!enqueued.is_ok()) return enqueued.with_context(where(i));
     }
     if (!c.launches) continue;
+    if (observer) DSV41_TRY((*observer)(i, false));
     const Status launched = launcher_->launch(*c.call, env_, c.bindings, stream);
     if (!launched.is_ok()) return launched.with_context(where(i));
+    if (observer) DSV41_TRY((*observer)(i, true));
   }
   return Status::ok();
 }
@@ -78,14 +86,14 @@ Status PhaseGraphs::host_exchange(const BoundCall& c, CUstream stream, DeviceExc
   return exchange.gather(rank_, c.x, phase_->rows, c.widths, c.out, stream);
 }
 
-Status PhaseGraphs::replay(CUstream stream, DeviceExchange& exchange, bool eager) {
+Status PhaseGraphs::replay(CUstream stream, DeviceExchange& exchange, bool eager, const CallObserver* observer) {
   for (const Segment& s : segments_) {
     if (calls_[s.begin].host != BoundCall::Host::None) {
       const Status exchanged = host_exchange(calls_[s.begin], stream, exchange);
       if (!exchanged.is_ok()) return exchanged.with_context(where(s.begin));
     }
-    if (eager) {
-      DSV41_TRY(launch_range(s, stream, exchange));
+    if (eager || observer) {
+      DSV41_TRY(launch_range(s, stream, exchange, observer));
     } else if (s.exec) {
       DSV41_TRY(driver_->check(driver_->cuGraphLaunch(s.exec, stream),
                                fmt::format("cuGraphLaunch(phase {}, calls {}..{})", phase_->name, s.begin, s.end - 1)));

@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct BoundCall {
   std::vector<int64_t> widths;     // exchange_gather: every rank's width
 };
 
+// Called around each call an observed run launches, on the host (dsv41-rt bench: CUDA events for its
+// per-op table, a read-back of the routing after a router call): `after` false just before the
+// launch, true just after it. A failure stops the run.
+using CallObserver = std::function<Status(size_t call, bool after)>;
+
 // The graphs of one phase. A segment starts at call 0 and at every call with a host-side exchange,
 // so a replay is: [host exchange] graph, [host exchange] graph, ... With no exchange (world 1) or a
 // captured one (NCCL: enqueued before its call's kernel, inside the segment) a phase is one graph.
@@ -48,12 +54,16 @@ class PhaseGraphs {
 
   // Calls in phase order, one per phase call.
   void add(BoundCall call) { calls_.push_back(std::move(call)); }
+  // Launches no kernel for the calls of `op` (a rank run alone, without its peers, skips exchange_gather,
+  // whose kernel would read the other ranks' blocks). Before build.
+  void skip_op(const std::string& op);
   // Splits the calls into segments and, with `graphs`, captures each on `stream` (capture does not
   // execute) and instantiates it; captured exchanges are enqueued through `exchange` while capturing.
   Status build(CUstream stream, bool graphs, DeviceExchange& exchange);
   // Runs the phase on `stream`: graph replays, or each call launched when `eager` (the same
   // launches in the same order, so both give the same bits). Host exchanges synchronise `stream`.
-  Status replay(CUstream stream, DeviceExchange& exchange, bool eager);
+  // An `observer` makes the run eager and is called around each launch.
+  Status replay(CUstream stream, DeviceExchange& exchange, bool eager, const CallObserver* observer = nullptr);
   size_t graph_count() const;
   size_t segment_count() const { return segments_.size(); }
 
@@ -63,7 +73,8 @@ class PhaseGraphs {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
   };
-  Status launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange);
+  Status launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange,
+                      const CallObserver* observer = nullptr);
   Status host_exchange(const BoundCall& call, CUstream stream, DeviceExchange& exchange);
   std::string where(size_t i) const;
 

@@ -39,17 +39,14 @@ std::string kernel_cache_dir() {
   return (std::filesystem::temp_directory_path() / ("dsv41_cuda_test_cache_" + std::to_string(getpid()))).string();
 }
 
-void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir) {
+void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
+               const std::filesystem::path& dir) {
   auto inputs = ModelInputs::read(pack.string());
   ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
   PlanOptions options;
   options.world = world;
   options.target = *find_target("h200");
-  options.settings.context = 128;
-  options.settings.slots = 2;
-  options.settings.prefill_rows = {16};
-  options.settings.decode_rows = {1};
-  options.settings.activations = activations;
+  options.settings = settings;
   options.build.cache_dir = kernel_cache_dir();
   std::filesystem::create_directories(dir);
   for (int rank = 0; rank < world; ++rank) {
@@ -57,6 +54,16 @@ void plan_world(const std::filesystem::path& pack, int world, DType activations,
     ASSERT_TRUE(plan.is_ok()) << "world " << world << " rank " << rank << ": " << plan.status().message();
     test::write_bytes(dir / ("rank" + std::to_string(rank) + ".fb"), plan->program);
   }
+}
+
+void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir) {
+  ServingSettings settings;
+  settings.context = 128;
+  settings.slots = 2;
+  settings.prefill_rows = {16};
+  settings.decode_rows = {1};
+  settings.activations = activations;
+  plan_h200(pack, world, settings, dir);
 }
 
 std::vector<int32_t> prompt() {

@@ -9,6 +9,7 @@
 #include "common/dtype.h"
 #include "runtime/generate.h"
 
+#include "compiler/plan/serving_settings.h"
 #include "runtime/gpu/cuda_driver.h"
 
 namespace dsv41::cuda_test {
@@ -23,8 +24,13 @@ TestDevice open_test_device();
 // $DSV41_CACHE, else a folder of this process under the temp directory.
 std::string kernel_cache_dir();
 
-// Plans every rank of `world` of the pack for target h200 into DIR/rank{N}.fb: context 128, 2 slots,
-// prefill segments of 16, decode bucket 1 (the CUDA backend tests' settings).
+// Plans every rank of `world` of the model folder `pack` for target h200 with `settings` into
+// DIR/rank{N}.fb, compiling into kernel_cache_dir(); a failure is reported through gtest.
+void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
+               const std::filesystem::path& dir);
+
+// plan_h200 with the CUDA backend tests' settings: context 128, 2 slots, prefill segments of 16,
+// decode bucket 1, activations as given.
 void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir);
 
 float max_abs(const std::vector<float>& v);

@@ -1,0 +1,105 @@
+// runtime/cli/bench_command.cpp — `dsv41-rt bench PROGRAM... [--synthetic-weights SEED | --model DIR]`: flags and printing.
+#include "runtime/cli/bench_command.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/program_file.h"
+#include "runtime/gpu/bench_report.h"
+#include "runtime/gpu/bench_runner.h"
+
+namespace dsv41::cli {
+namespace {
+
+struct BenchFlags {
+  std::vector<std::string> programs;
+  gpu::BenchOptions options;
+  bool no_prefill = false, json = false, quiet = false;
+  std::string json_out;
+};
+
+Status run_bench_command(BenchFlags f) {
+  if (f.no_prefill) f.options.prefill.clear();
+  if (f.quiet) f.options.progress = nullptr;
+  std::string lines;  // --json-out: every program's object so far, rewritten whole after each
+  int failed = 0;
+  for (const std::string& program : f.programs) {
+    gpu::BenchOptions options = f.options;
+    options.program = program;
+    DSV41_TRY(gpu::run_bench(options, [&](const gpu::BenchReport& report) -> Status {
+      for (const gpu::PhaseMeasure& m : report.phases) failed += !m.error.empty();
+      if (f.json)
+        std::printf("%s\n", gpu::bench_json(report).dump().c_str());  // one line per program (JSON Lines)
+      else
+        std::printf("%s\n", gpu::bench_text(report).c_str());
+      std::fflush(stdout);
+      if (f.json_out.empty()) return Status::ok();
+      lines += gpu::bench_json(report).dump() + "\n";
+      return write_file_atomic(f.json_out, lines.data(), lines.size()).with_context("--json-out");
+    }));
+  }
+  if (failed > 0) return Status::errorf("{} phase{} failed (see the report)", failed, failed == 1 ? "" : "s");
+  return Status::ok();
+}
+
+}  // namespace
+
+Runner add_bench_command(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measures decode and prefill steps of one rank's program on a GPU against the device's read roofline.\n"
+      "For each program in turn: measures the roofline (a streaming-read kernel, 16-byte loads on every SM,\n"
+      "over --roofline-mib), boots the rank (weights read from --model, or --synthetic-weights), then for\n"
+      "each phase decode.r{--rows} and prefill.n{--prefill}: puts every row at --fill cache entries, replays\n"
+      "the phase's CUDA graph back to back between CUDA events (median, p10, p90 of --replays), and counts\n"
+      "the weight bytes one step reads: the dense weights, the embedding rows of its tokens and only the\n"
+      "routed experts its rows select (the router's choices read back in an eager pass). GB/s is those\n"
+      "bytes over the median step; 'roofline' is that as a share of the measured read bandwidth.\n"
+      "--per-op adds a table of per-call times (CUDA events around each launch of the eager pass), grouped\n"
+      "by op, slowest first. A program of a bigger world is measured with --alone: its rank by itself,\n"
+      "exchanges without peers (the per-rank case; its logits mean nothing).\n\n"
+      "Example (the bench fixture at world 1, release formats, synthetic weights):\n"
+      "  dsv41c synth-pack --config fixtures/dsv41-bench/config.json --out /tmp/bench --format release --headers-only\n"
+      "  dsv41c plan /tmp/bench --world 1 --slots 16 --target h200 --out /tmp/bench-w1\n"
+      "  dsv41-rt bench /tmp/bench-w1/rank0.fb --synthetic-weights 7 --per-op");
+  cmd->add_option("PROGRAM", f->programs, "one rank's program (rank{N}.fb) or several, measured in turn")->required();
+  cmd->add_option("--model", f->options.model_dir, "the model folder the programs were planned from (its shards are read)");
+  cmd->add_option("--synthetic-weights", f->options.synthetic_seed,
+                  "fill every weight on the device from this seed instead of reading shards (speed does not depend "
+                  "on the values; the routing does, a little)");
+  cmd->add_option("--backend", f->options.backend, "cuda (the only backend bench measures)")->capture_default_str();
+  cmd->add_option("--device", f->options.device, "the CUDA device ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--rows", f->options.rows, "decode phases to measure, by rows (comma separated)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--prefill", f->options.prefill, "prefill phases to measure, by segment rows (comma separated)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_flag("--no-prefill", f->no_prefill, "measure no prefill phase");
+  cmd->add_option("--fill", f->options.fill,
+                  "cache entries before each row's position (decode rows at position FILL; a prefill segment at "
+                  "FILL .. FILL+N-1): what attention and the indexer read")
+      ->capture_default_str();
+  cmd->add_option("--replays", f->options.replays, "timed graph replays per phase (at most; see --phase-seconds)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", f->options.warmup, "untimed replays before timing (at least one is run: it sizes the run)")
+      ->capture_default_str();
+  cmd->add_option("--phase-seconds", f->options.phase_seconds,
+                  "time budget per phase: fewer replays (never under 3) when --replays would run past it")
+      ->capture_default_str();
+  cmd->add_flag("--per-op", f->options.per_op, "a per-call time table per phase: ops grouped, counts, share of the step");
+  cmd->add_flag("--alone", f->options.alone,
+                "run one rank of a bigger world by itself: its own compute with exchanges that have no peer (no "
+                "logits are claimed)");
+  cmd->add_option("--roofline-mib", f->options.roofline_mib, "the streaming-read buffer, MiB (far above the L2 cache)")
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json, "print one JSON object per program (JSON Lines) instead of tables");
+  cmd->add_option("--json-out", f->json_out, "also write the JSON objects to this file (JSON Lines), whatever is printed");
+  cmd->add_flag("--quiet", f->quiet, "no progress on stderr");
+  return [f]() { return run_bench_command(*f); };
+}
+
+}  // namespace dsv41::cli

@@ -1,0 +1,81 @@
+// runtime/gpu/bench_plan.cpp — the bench's option checks, phase choice and statics.
+#include "runtime/gpu/bench_plan.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "runtime/phase_checks.h"
+
+namespace dsv41::gpu {
+
+Status check_bench_options(const BenchOptions& o) {
+  if (o.backend != "cuda")
+    return Status::errorf("--backend {}: bench measures the CUDA backend only (the CPU backend is the oracle, "
+                          "not a speed to report); use --backend cuda", o.backend);
+  if (o.rows.empty() && o.prefill.empty()) return Status::error("--rows and --prefill are both empty: nothing to measure");
+  for (int64_t r : o.rows)
+    if (r < 1) return Status::errorf("--rows {}: a decode row count must be at least 1", r);
+  for (int64_t n : o.prefill)
+    if (n < 1) return Status::errorf("--prefill {}: a prefill segment size must be at least 1", n);
+  if (o.fill < 0) return Status::errorf("--fill {}: must be at least 0", o.fill);
+  if (o.replays < 1) return Status::errorf("--replays {}: must be at least 1", o.replays);
+  if (o.warmup < 0) return Status::errorf("--warmup {}: must be at least 0", o.warmup);
+  if (!(o.phase_seconds > 0)) return Status::errorf("--phase-seconds {}: must be above 0", o.phase_seconds);
+  if (o.roofline_mib < 256)
+    return Status::errorf("--roofline-mib {}: must be at least 256 (the buffer must dwarf the L2 cache)", o.roofline_mib);
+  if (!o.synthetic_seed && o.model_dir.empty())
+    return Status::error("no weights: give --model DIR (the shards the program was planned from) or --synthetic-weights SEED");
+  return Status::ok();
+}
+
+Status check_bench_world(const std::string& program, int world, int rank, bool alone) {
+  if (world > 1 && !alone)
+    return Status::errorf("{}: rank {} of world {}: bench runs one rank in this process; pass --alone to measure this "
+                          "rank by itself (the per-rank case: its own compute, exchanges without peers, logits "
+                          "meaningless), or plan the model at --world 1",
+                          program, rank, world);
+  if (world == 1 && alone)
+    return Status::errorf("{}: --alone is for one rank of a bigger world, but this program is world 1", program);
+  return Status::ok();
+}
+
+Result<std::vector<const Phase*>> pick_bench_phases(const std::vector<Phase>& phases, const BenchOptions& o) {
+  std::vector<std::string> planned;
+  for (const Phase& p : phases) planned.push_back(p.name);
+  std::vector<const Phase*> picked;
+  auto pick = [&](const std::string& name, const char* flag, int64_t value) -> Status {
+    const Phase* p = find_phase_in(phases, name);
+    if (!p)
+      return Status::errorf("{} {}: the program has no phase {} (planned: {}); re-plan with dsv41c plan --decode-rows/"
+                            "--prefill-rows", flag, value, name, fmt::join(planned, ", "));
+    picked.push_back(p);
+    return Status::ok();
+  };
+  for (int64_t r : o.rows) DSV41_TRY(pick(fmt::format("decode.r{}", r), "--rows", r));
+  for (int64_t n : o.prefill) DSV41_TRY(pick(fmt::format("prefill.n{}", n), "--prefill", n));
+  return picked;
+}
+
+Result<std::vector<int32_t>> bench_statics(const Phase& phase, int64_t fill, int64_t slots, int64_t context,
+                                           int64_t vocab) {
+  const int64_t rows = phase.rows;
+  DSV41_CHECK(rows >= 1 && slots >= 1 && vocab >= 1);
+  const bool prefill = phase.kind == PhaseKind::Prefill;
+  const int64_t per_slot = prefill ? rows : (rows + slots - 1) / slots;
+  if (fill + per_slot > context)
+    return Status::errorf("--fill {}: phase {} puts {} row{} of a sequence at positions {} .. {}, past the context of {} "
+                          "tokens (use a fill of at most {})",
+                          fill, phase.name, per_slot, per_slot == 1 ? "" : "s", fill, fill + per_slot - 1, context,
+                          context - per_slot);
+  std::vector<int32_t> statics(static_cast<size_t>(rows * kStaticsFields));
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t* s = &statics[static_cast<size_t>(r * kStaticsFields)];
+    s[kStaticToken] = static_cast<int32_t>((17 + 7919 * r) % vocab);
+    s[kStaticSlot] = static_cast<int32_t>(r / per_slot);
+    s[kStaticPosition] = static_cast<int32_t>(fill + r % per_slot);
+    s[kStaticFirstRow] = static_cast<int32_t>(r / per_slot * per_slot);
+  }
+  return statics;
+}
+
+}  // namespace dsv41::gpu

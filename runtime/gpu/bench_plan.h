@@ -1,0 +1,54 @@
+// runtime/gpu/bench_plan.h — what `dsv41-rt bench` measures: its options and their checks, the phases
+// they pick from a program, and the statics that put each phase's rows at the stated context fill.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/call_list.h"
+#include "common/status.h"
+
+namespace dsv41::gpu {
+
+struct BenchOptions {
+  std::string program;                     // one rank's .fb
+  std::string model_dir;                   // the shards (not read with synthetic_seed)
+  std::optional<uint64_t> synthetic_seed;  // fill the weights from this seed instead
+  std::string backend = "cuda";            // only cuda measures anything
+  int device = 0;
+  std::vector<int64_t> rows = {1, 2, 4, 8, 16};  // decode.r{R} phases
+  std::vector<int64_t> prefill = {2048};         // prefill.n{N} phases (empty: none)
+  int64_t fill = 4096;                     // cache entries before each row's position
+  int replays = 20;                        // timed replays per phase, at most
+  int warmup = 2;                          // untimed replays first
+  double phase_seconds = 10;               // fewer replays when one would run past this (at least 3)
+  bool per_op = false;                     // a per-call time table from an eager pass
+  bool alone = false;                      // a rank of a bigger world run by itself (no peers)
+  int64_t roofline_mib = 4096;             // the streaming-read buffer
+  std::FILE* progress = stderr;            // boot and per-phase progress; nullptr: quiet
+};
+
+// Refuses options that cannot measure anything, naming the flag, its value and the rule: a backend
+// other than cuda, no phase, a row count or prefill size below 1, a negative fill, fewer than 1
+// replay, a negative warm-up, a phase budget <= 0, a roofline buffer under 256 MiB (an L2 is tens of MiB).
+Status check_bench_options(const BenchOptions& options);
+
+// A program of world 1 runs as it is; a rank of a bigger world only with --alone (its exchanges have
+// no peer, so its logits mean nothing), and --alone only for such a rank.
+Status check_bench_world(const std::string& program, int world, int rank, bool alone);
+
+// decode.r{R} for each --rows value and prefill.n{N} for each --prefill value, in that order; a size
+// the program did not plan is refused, naming the planned ones.
+Result<std::vector<const Phase*>> pick_bench_phases(const std::vector<Phase>& phases, const BenchOptions& options);
+
+// The statics of one step of `phase` with every row active and `fill` entries already in each row's
+// cache. Decode rows are separate sequences, one per slot while rows <= slots (otherwise ceil(rows /
+// slots) consecutive rows share a slot at consecutive positions); a prefill phase is one sequence in
+// slot 0 at positions fill .. fill + rows − 1. Tokens are spread over the vocabulary. Refuses a fill
+// whose last position reaches the context.
+Result<std::vector<int32_t>> bench_statics(const Phase& phase, int64_t fill, int64_t slots, int64_t context, int64_t vocab);
+
+}  // namespace dsv41::gpu

@@ -1,0 +1,101 @@
+// runtime/gpu/bench_report.cpp — the bench report as text tables and as JSON.
+#include "runtime/gpu/bench_report.h"
+
+#include <fmt/format.h>
+
+namespace dsv41::gpu {
+namespace {
+
+nlohmann::json stats_json(const TimeStats& s) {
+  return {{"count", s.count}, {"median", s.median}, {"p10", s.p10}, {"p90", s.p90}, {"min", s.min}, {"max", s.max}};
+}
+
+std::string logits_note(const BenchReport& r) {
+  return r.alone ? "not meaningful: the rank ran alone (its exchanges had no peers), so no logits or tokens are claimed"
+                 : "computed as in serving (world 1)";
+}
+
+}  // namespace
+
+std::string bench_text(const BenchReport& r) {
+  std::string out = fmt::format("device      {}\nprogram     {} (rank {} of world {}{})\nweights     {}\n", r.device,
+                                r.program, r.rank, r.world, r.alone ? ", run alone: the per-rank case" : "", r.weights);
+  std::string stored;
+  uint64_t total = 0;
+  for (const auto& [format, bytes] : r.stored) {
+    stored += fmt::format("{}{} {:.3f} GB", stored.empty() ? "" : ", ", format, bytes / 1e9);
+    total += bytes;
+  }
+  out += fmt::format("on device   {:.3f} GB of weights ({})\n", total / 1e9, stored);
+  out += fmt::format("logits      {}\n", logits_note(r));
+  out += fmt::format("fill        {} cache entries before each row\n", r.fill);
+  out += fmt::format("roofline    {:.0f} GB/s: streaming read of {:.0f} MiB ({} blocks x {} threads, 16-byte loads), median "
+                     "of {} ({:.3f} ms; best {:.0f} GB/s)\n\n",
+                     r.roofline.gb_per_s, r.roofline.bytes / 1048576.0, r.roofline.blocks, r.roofline.threads,
+                     r.roofline.ms.count, r.roofline.ms.median, r.roofline.best_gb_per_s);
+  out += fmt::format("{:<16} {:>5} {:>10} {:>10} {:>10} {:>7} {:>11} {:>12} {:>8} {:>8} {:>9}\n", "phase", "rows",
+                     "median ms", "p10 ms", "p90 ms", "replays", "tokens/s", "weights MB", "experts", "GB/s", "roofline");
+  for (const PhaseMeasure& m : r.phases)
+    if (!m.error.empty())
+      out += fmt::format("{:<16} {:>5} failed: {}\n", m.phase, m.rows, m.error);
+    else
+      out += fmt::format("{:<16} {:>5} {:>10.3f} {:>10.3f} {:>10.3f} {:>7} {:>11.1f} {:>12.1f} {:>8} {:>8.0f} {:>8.1f}%\n",
+                       m.phase, m.rows, m.ms.median, m.ms.p10, m.ms.p90, m.ms.count, m.tokens_per_s,
+                       m.bytes.total() / 1e6, m.bytes.experts_read, m.gb_per_s, 100 * m.roofline_share);
+  out += "\nweights MB: the dense weights, the embedding rows of the step's tokens and the distinct routed experts its\n"
+         "rows selected (experts: summed over the MoE layers; the router's ids read back in an eager pass).\n";
+  for (const PhaseMeasure& m : r.phases) {
+    if (m.ops.empty()) continue;
+    out += fmt::format("\n{}: per call (eager pass, CUDA events around each launch): {:.3f} ms in all, against the "
+                       "graph's {:.3f} ms\n", m.phase, m.eager_ms, m.ms.median);
+    out += fmt::format("  {:<20} {:>6} {:>11} {:>11} {:>7}\n", "op", "calls", "ms", "ms a call", "share");
+    for (const OpTime& t : m.ops)
+      out += fmt::format("  {:<20} {:>6} {:>11.3f} {:>11.4f} {:>6.1f}%\n", t.op, t.calls, t.ms, t.ms / t.calls,
+                         100 * t.share);
+  }
+  return out;
+}
+
+nlohmann::json bench_json(const BenchReport& r) {
+  nlohmann::json stored = nlohmann::json::object();
+  for (const auto& [format, bytes] : r.stored) stored[format] = bytes;
+  nlohmann::json phases = nlohmann::json::array();
+  for (const PhaseMeasure& m : r.phases) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const OpTime& t : m.ops) ops.push_back({{"op", t.op}, {"calls", t.calls}, {"ms", t.ms}, {"share", t.share}});
+    nlohmann::json phase = {
+        {"phase", m.phase},
+        {"kind", m.kind == PhaseKind::Decode ? "decode" : "prefill"},
+        {"rows", m.rows},
+        {"step_ms", stats_json(m.ms)},
+        {"tokens_per_s", m.tokens_per_s},
+        {"weight_bytes",
+         {{"total", m.bytes.total()}, {"dense", m.bytes.dense}, {"embedding_rows", m.bytes.embed},
+          {"experts", m.bytes.experts}, {"experts_read", m.bytes.experts_read},
+          {"source", "dense weights whole; experts: the router's ids read back in an eager pass"}}},
+        {"gb_per_s", m.gb_per_s},
+        {"roofline_share", m.roofline_share}};
+    if (!m.error.empty()) phase = {{"phase", m.phase}, {"rows", m.rows}, {"error", m.error}};
+    if (!m.ops.empty()) {
+      phase["per_op"] = ops;
+      phase["eager_ms"] = m.eager_ms;
+    }
+    phases.push_back(phase);
+  }
+  return {{"device", r.device},
+          {"program", r.program},
+          {"world", r.world},
+          {"rank", r.rank},
+          {"alone", r.alone},
+          {"logits_valid", !r.alone},
+          {"weights", r.weights},
+          {"stored_weight_bytes", stored},
+          {"fill", r.fill},
+          {"roofline",
+           {{"bytes", r.roofline.bytes}, {"blocks", r.roofline.blocks}, {"threads", r.roofline.threads},
+            {"launch_ms", stats_json(r.roofline.ms)}, {"gb_per_s", r.roofline.gb_per_s},
+            {"best_gb_per_s", r.roofline.best_gb_per_s}}},
+          {"phases", phases}};
+}
+
+}  // namespace dsv41::gpu
