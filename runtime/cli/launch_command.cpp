@@ -61,8 +61,11 @@ CodeRunner add_launch_command(CLI::App& app) {
       "Starts one rank process per GPU (--gpus) or per CPU rank (--world) on this host, each running\n"
       "`dsv41-rt COMMAND... --rank N --world W --master 127.0.0.1:PORT`, forwards SIGINT and SIGTERM to\n"
       "them, and exits with the first failing rank's code (docs/distributed.md).\n\n"
-      "Example:\n"
-      "  dsv41-rt launch --world 2 generate /tmp/tiny-w2 --model /tmp/tiny --prompt-ids 5,6,7 --max-tokens 8");
+      "Examples:\n"
+      "  dsv41-rt launch --world 2 generate /tmp/tiny-w2 --model /tmp/tiny --prompt-ids 5,6,7 --max-tokens 8\n"
+      "  # one process per GPU, exchanging over NCCL inside the CUDA graphs (programs planned --target h200):\n"
+      "  dsv41-rt launch --gpus 0,1 generate /tmp/tiny-w2 --model /tmp/tiny --prompt-ids 5,6,7 --max-tokens 8 "
+      "--backend cuda");
   cmd->prefix_command();  // everything from COMMAND on belongs to the ranks
   cmd->add_option("--world", f->world, "CPU ranks to start (one process each)")->check(CLI::PositiveNumber);
   // One token, split here: a list option would also swallow COMMAND and its arguments.
