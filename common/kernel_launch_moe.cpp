@@ -1,6 +1,7 @@
 // common/kernel_launch_moe.cpp — launches of the MoE ops (router, moe_experts, shared_expert); the
 // grids match the comments atop kernels/router.cuh, kernels/moe_experts.cuh and
-// kernels/shared_expert.cuh: one block of 256 threads per row, no dynamic shared memory.
+// kernels/shared_expert.cuh: blocks of 256 threads (a block a row, or the grouped decode launch), no
+// dynamic shared memory.
 #include <algorithm>
 
 #include "common/kernel_launch_ops.h"
@@ -19,9 +20,20 @@ LaunchDims per_row(const CallEnv& env, int64_t static_shared) {
   return d;
 }
 
-int64_t expert_shared(const Call& call) {
-  const int64_t f = call.constant("width");
-  return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f);
+// kernels/moe_grouped.cuh: decode phases up to kMoeRows rows run kMoeBlocks blocks that claim work
+// items; its tables (shared_bytes there) sit beside the per-row path's row and activation.
+constexpr int64_t kMoeRows = 16, kMoeBlocks = 264, kMoeCols = 16;
+
+int64_t expert_shared(const Call& call, int64_t choices) {
+  const int64_t f = call.constant("width"), pairs = kMoeRows * choices;
+  const int64_t part = std::max<int64_t>(kMoeCols * pairs, 512), reduce = 8 * kMoeCols * kMoeRows;  // 8 warps
+  return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f) + 4 * (4 * pairs + 2) + 4 * part + 4 + 4 * reduce;
+}
+
+LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {
+  LaunchDims d = per_row(env, static_shared);
+  if (env.rows <= kMoeRows) d.grid[0] = kMoeBlocks;
+  return d;
 }
 
 }  // namespace
@@ -31,11 +43,11 @@ Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_moe_experts(const Call& call, const CallEnv& env) {
-  return per_row(env, expert_shared(call));
+  return experts_launch(env, expert_shared(call, call.constant("topk")));
 }
 
 Result<LaunchDims> launch_shared_expert(const Call& call, const CallEnv& env) {
-  return per_row(env, expert_shared(call));
+  return experts_launch(env, expert_shared(call, 1));
 }
 
 }  // namespace dsv41

@@ -1,11 +1,8 @@
 // kernels/grouped_linear.cuh — block-diagonal product (docs/ops.md "grouped_linear"):
 // out[r, g·Og + o] = Σ_i x[r, g·Ig + i]·w[g·Og + o, i] for every active row; inactive rows get zeros.
 //
-// Launch (common/kernel_launch_products.cpp): block 256 threads = 8 warps, grid
-// (ceil(groups·out_per_group / 8), ceil(R / kRowsPerWarp)). Warp w of block (bx, by) computes output
-// column c = bx·8 + w (group g = c / Og) for rows by·kRowsPerWarp .. +kRowsPerWarp−1, lanes striding
-// over the group's in_per_group inputs, so one load of a weight row serves kRowsPerWarp rows (the
-// scheme of kernels/linear.cuh).
+// Launch (common/kernel_launch_products.cpp): the grid of kernels/linear.cuh over groups·out_per_group
+// columns; column c (group g = c / Og) reads weight row c and inputs x[r, g·Ig .. g·Ig + Ig).
 #pragma once
 
 #include "linear.cuh"
@@ -21,13 +18,12 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   static_assert(groups * in_per_group <= (1ll << 31) && groups * out_per_group <= (1ll << 31), "widths out of range");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is F32 or BF16");
   static_assert(dtype_out == DT_F32 || dtype_out == DT_BF16, "out is F32 or BF16");
+#ifndef DSV41_CONTRACT_SCAN
   constexpr long long in_width = groups * in_per_group, out_width = groups * out_per_group;
-  const long long col = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (col >= out_width) return;
-  linear_detail::warp_rows_dot<dtype_x, format_w, dtype_out>(rows, statics, x, in_width,
-                                                             (col / out_per_group) * in_per_group, w, col,
-                                                             in_per_group, out, out_width, col,
-                                                             static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
+  linear_detail::product_block<dtype_x, format_w, dtype_out, out_per_group % gemv_detail::kGemvGroup == 0>(
+      rows, statics, x, in_width, [](long long col) { return (col / out_per_group) * in_per_group; }, w,
+      in_per_group, out, out_width, out_width);
+#endif
 }
 
 }  // namespace entry

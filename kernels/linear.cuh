@@ -1,13 +1,14 @@
 // kernels/linear.cuh — out = x·wᵀ for every active row (docs/ops.md "linear"); inactive rows get zeros.
 //
-// Launch (common/kernel_launch_products.cpp): block 256 threads = 8 warps, grid
-// (ceil(out_features / 8), ceil(R / kRowsPerWarp)). Warp w of block (bx, by) computes column
-// bx·8 + w for rows by·kRowsPerWarp .. +kRowsPerWarp−1, lanes striding over in_features, so one
-// load of a weight row serves kRowsPerWarp rows. out_features only sizes the grid: it is a run-time
-// parameter, and the head's vocabulary rows (different on each rank) share one variant.
+// Launch (common/kernel_launch_products.cpp): the streaming GEMV of kernels/gemv.cuh — block 256
+// threads, grid (ceil(R / kGemvRows), ceil(out_features / columns per block)), the split-K factor a
+// function of out_features alone. out_features only sizes the grid: it is a run-time parameter, and
+// the head's vocabulary rows (different on each rank) share one variant. Shapes the streaming path
+// does not take (f32 weights, rows not of whole 16-byte chunks) run the warp-per-column loop below
+// over the same grid.
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "gemv_mma.cuh"
 
 namespace dsv41k {
 namespace linear_detail {
@@ -64,6 +65,51 @@ __device__ __forceinline__ void warp_rows_dot(Rows rows, Statics statics, Scratc
     if (lane == 0 && row0 + k < rows) store<dtype_out>(out, (row0 + k) * out_width + col, active[k] ? sum : 0.0f);
   }
 }
+
+// The block of the gemv grid (kernels/gemv.cuh) by warp_rows_dot: warp w takes columns w, w + 8, ...
+// of the block's columns and the tile's rows kRowsPerWarp at a time. For shapes the streaming path
+// does not take.
+template <int dtype_x, int format_w, int dtype_out, class X0>
+__device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
+                                               Weight w, long long n, Scratch out, long long out_width,
+                                               long long columns, int split) {
+  using namespace gemv_detail;
+  const int per_block = gemv_columns_per_block(split), warp = threadIdx.x >> 5;
+  for (int cb = warp; cb < per_block; cb += kGemvWarps) {
+    const long long col = static_cast<long long>(blockIdx.y) * per_block + cb;
+    if (col >= columns) break;
+    for (int r = 0; r < kGemvRows; r += kRowsPerWarp) {
+      const long long row0 = static_cast<long long>(blockIdx.x) * kGemvRows + r;
+      if (row0 >= rows) break;
+      warp_rows_dot<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of(col), w, col, n, out, out_width,
+                                                  col, row0);
+    }
+  }
+}
+
+// One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
+// BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX), else the CUDA-core body
+// (not compiled where the tensor-core body takes the variant: NVRTC time), else (f32 weights, rows not
+// of whole 16-byte chunks, unaligned buffers) the warp-per-column loop.
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, class X0>
+__device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
+                                              Weight w, long long n, Scratch out, long long out_width,
+                                              long long columns) {
+  using namespace gemv_detail;
+  __shared__ float red[kGemvReduceFloats];
+  const int split = gemv_split(columns);
+  if (static_cast<long long>(blockIdx.x) * kGemvRows >= rows) return;
+  if (!gemv_applies<dtype_x, format_w>(x, w.data, x_width, x0_of(0), n)) {
+    fallback_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns,
+                                                 split);
+    return;
+  }
+  if constexpr (mma_takes(dtype_x, format_w) && kGroupX)
+    gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
+  else
+    gemv_block<dtype_x, format_w>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+  gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
+}
 #endif
 }  // namespace linear_detail
 
@@ -74,11 +120,8 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
                                        Int out_features) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
-  const long long col = static_cast<long long>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (col >= out_features) return;
-  linear_detail::warp_rows_dot<dtype_x, format_w, dtype_out>(rows, statics, x, in_features, 0, w, col, in_features,
-                                                             out, out_features, col,
-                                                             static_cast<long long>(blockIdx.y) * linear_detail::kRowsPerWarp);
+  linear_detail::product_block<dtype_x, format_w, dtype_out, true>(
+      rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
 #endif
 }
 

@@ -1,36 +1,31 @@
 // kernels/moe_experts.cuh — the routed experts of a row (docs/ops.md "moe_experts"):
 // out = Σ_k b(w_k·silu(min(g, L))·clamp(u, −L, L))·w2ᵀ over the row's K experts in selection order,
-// g = x·w1ᵀ, u = x·w3ᵀ of expert id_k; inactive rows and width 0 give zeros. Mirrors
-// runtime/cpu/ops_moe.cpp add_expert: every product is the CPU's eight-way dot and each expert's
-// down-projection is added to out in selection order, starting from 0.
+// g = x·w1ᵀ, u = x·w3ᵀ of expert id_k; inactive rows and width 0 give zeros. Each row adds its
+// experts' down-projections to out in selection order, starting from 0, as runtime/cpu/ops_moe.cpp.
 //
-// Launch (common/kernel_launch_moe.cpp): grid (R, 1, 1), one block of 256 threads per row; no dynamic
-// shared memory. Static shared memory: 4·D (the row) + 4·F (one expert's activation). Per expert:
+// Launch (common/kernel_launch_moe.cpp): 256 threads a block, no dynamic shared memory. Phases of at
+// most kMoeRows rows (decode): grid (kMoeBlocks, 1, 1), the grouped path of kernels/moe_grouped.cuh
+// (each selected expert read once for all its rows, the whole GPU busy). Larger phases: grid (R, 1, 1),
+// a block a row with the CPU's eight-way dots (the same bits), below. Static shared memory: 4·D (the
+// row) + 4·F (one expert's activation) + the grouped path's tables. Per row and expert:
 // one 8-lane group per activation column (lane k holds partial sum k of g and u), then one group
 // per output dim d adding the expert's w2 row dot into out[r, d] (the same lane each time).
 // `experts` (E) only bounds the ids: a run-time parameter.
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "moe_grouped.cuh"
 
 namespace dsv41k {
 namespace moe_experts_detail {
 constexpr int kThreads = 256;
-__device__ constexpr long long static_shared_bytes(long long d, long long f) { return 4 * d + 4 * (f > 0 ? f : 1); }
+// The per-row path's row and activation plus the grouped path's tables (`choices` a row).
+__device__ constexpr long long static_shared_bytes(long long d, long long f, long long choices) {
+  return 4 * d + 4 * (f > 0 ? f : 1) + moe_grouped::shared_bytes(choices);
+}
 
 #ifndef DSV41_CONTRACT_SCAN
 
-// b?(weight·silu(min(g, L))·clamp(u, −L, L)) as the CPU (std::min/std::clamp: NaN passes through).
-template <int DT>
-__device__ __forceinline__ float swiglu(float g, float u, float weight, float limit) {
-  if (limit > 0.0f) {
-    g = limit < g ? limit : g;
-    u = u < -limit ? -limit : (limit < u ? limit : u);
-  }
-  const float e = static_cast<float>(exp(-static_cast<double>(g)));
-  const float silu = __fmul_rn(g, __fdiv_rn(1.0f, __fadd_rn(1.0f, e)));
-  return round_as<DT>(__fmul_rn(__fmul_rn(weight, silu), u));
-}
+using moe_grouped::swiglu;
 
 // outr[d] += (b?(weight·silu(min(g, L))·clamp(u, −L, L)) of one expert)·w2ᵀ for one row held in xs:
 // one 8-lane group per activation column into act[F], then one group per output dim (the same lane
@@ -72,7 +67,7 @@ __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors e
                                             Scratch out, Int experts) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && width >= 0 && topk >= 1, "moe_experts constants out of range");
-  static_assert(moe_experts_detail::static_shared_bytes(hidden, width) <= 46 * 1024,
+  static_assert(moe_experts_detail::static_shared_bytes(hidden, width, topk) <= 46 * 1024,
                 "the row and one expert's activation must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
   using namespace moe_experts_detail;
@@ -80,6 +75,14 @@ __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors e
   __shared__ float xs[D];
   __shared__ float act[F > 0 ? F : 1];
 
+  if constexpr (F > 0) {
+    if (rows <= moe_grouped::kMoeRows) {
+      if (moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, D, F, K>(
+              rows, statics, errors, x, static_cast<const int*>(ids), static_cast<const float*>(weights), w1, w3, w2,
+              Weight{}, Weight{}, Weight{}, limit, static_cast<float*>(out), experts))
+        return;
+    }
+  }
   const long long r = blockIdx.x;
   if (r >= rows) return;
   float* outr = static_cast<float*>(out) + r * D;

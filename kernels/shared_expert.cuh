@@ -1,9 +1,10 @@
 // kernels/shared_expert.cuh — the shared expert (docs/ops.md "shared_expert"):
 // out += b(silu(min(g, L))·clamp(u, −L, L))·w2ᵀ for active rows (weight 1); other rows untouched.
-// Mirrors runtime/cpu/ops_moe.cpp add_expert (the CPU's eight-way dots; out[d] + down in fp32).
+// out[d] + down in fp32, as runtime/cpu/ops_moe.cpp add_expert.
 //
-// Launch (common/kernel_launch_moe.cpp): grid (R, 1, 1), one block of 256 threads per row; no dynamic
-// shared memory. Static shared memory: 4·D (the row) + 4·F (the activation). One 8-lane group per
+// Launch (common/kernel_launch_moe.cpp), as moe_experts: phases of at most kMoeRows rows run the grouped
+// path of kernels/moe_grouped.cuh (grid (kMoeBlocks, 1, 1): the expert's weights read once for all rows);
+// larger ones a block a row (grid (R, 1, 1)) with the CPU's eight-way dots: one 8-lane group per
 // activation column (lane k holds partial sum k of g and u), then one group per output dim d.
 #pragma once
 
@@ -17,13 +18,21 @@ __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratc
                                               Real limit, Scratch out) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && width >= 0, "shared_expert constants out of range");
-  static_assert(moe_experts_detail::static_shared_bytes(hidden, width) <= 46 * 1024,
+  static_assert(moe_experts_detail::static_shared_bytes(hidden, width, 1) <= 46 * 1024,
                 "the row and the activation must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
   constexpr int D = static_cast<int>(hidden), F = static_cast<int>(width);
   __shared__ float xs[D];
   __shared__ float act[F > 0 ? F : 1];
 
+  if constexpr (F > 0) {
+    if (rows <= moe_grouped::kMoeRows) {
+      if (moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, D, F, 1>(
+              rows, statics, nullptr, x, nullptr, nullptr, nullptr, nullptr, nullptr, w1, w3, w2, limit,
+              static_cast<float*>(out), 1))
+        return;
+    }
+  }
   const long long r = blockIdx.x;
   if (r >= rows || row_slot(statics, r) < 0) return;
   float* outr = static_cast<float*>(out) + r * D;

@@ -57,8 +57,15 @@ std::vector<int32_t> compile_and_load(const std::vector<const Case*>& list, cons
                                       std::unique_ptr<KernelLauncher>& launcher) {
   std::vector<int32_t> kernel_of(list.size(), -1);
   std::vector<CompiledKernel> compiled;
+  // One job per distinct key (a variant may be checked by several cases: one per row class).
   std::vector<KernelJob> jobs;
-  for (const Case* c : list) jobs.push_back({c->variant.variant, c->variant.threads});
+  std::map<std::string, size_t> job_of_key;
+  std::vector<size_t> job_of(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto [it, added] = job_of_key.emplace(list[i]->key, jobs.size());
+    if (added) jobs.push_back({list[i]->variant.variant, list[i]->variant.threads});
+    job_of[i] = it->second;
+  }
   BuildOptions options;
   options.cache_dir = env_text("DSV41_CACHE") ? env_text("DSV41_CACHE") : (scratch_dir() / "kernel-cache").string();
   const auto start = std::chrono::steady_clock::now();
@@ -80,10 +87,11 @@ std::vector<int32_t> compile_and_load(const std::vector<const Case*>& list, cons
               nvrtc_version().c_str(), options.cache_dir.c_str());
   launcher = std::make_unique<KernelLauncher>(*device.driver);
   for (size_t i = 0; i < list.size(); ++i) {
-    if (compiled[i].cubin.empty()) continue;  // did not compile (reported)
-    const Status fits = check_resources(compiled[i], target);
+    const CompiledKernel& k = compiled[job_of[i]];
+    if (k.cubin.empty()) continue;  // did not compile (reported)
+    const Status fits = check_resources(k, target);
     EXPECT_TRUE(fits.is_ok()) << fits.message();
-    auto loaded = launcher->load(compiled[i].cubin, compiled[i].variant.entry, list[i]->key);
+    auto loaded = launcher->load(k.cubin, k.variant.entry, list[i]->key);
     EXPECT_TRUE(loaded.is_ok()) << loaded.status().message();
     if (loaded.is_ok()) kernel_of[i] = *loaded;
   }

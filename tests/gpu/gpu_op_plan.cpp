@@ -78,6 +78,12 @@ const fs::path& scratch_dir() {
   return dir;
 }
 
+std::string row_class(const std::string& op, int64_t rows) {
+  constexpr int64_t kGroupedRows = 16;  // kernels/moe_grouped.cuh kMoeRows
+  if (op != "moe_experts" && op != "shared_expert") return "";
+  return rows <= kGroupedRows ? " (grouped rows)" : " (a block a row)";
+}
+
 // A header-only pack of `fixture` written to a temp folder and read back (config and headers).
 Result<ModelInputs> synth_inputs(const std::string& fixture, SynthFormat format, int shards) {
   const fs::path root = source_root();

@@ -64,7 +64,11 @@ struct Case {
 // "<lists label>, phase <name> (<rows> rows), call <index> (<op>)".
 std::string where_of(const RankLists& r, size_t p, size_t c);
 
-// Adds the calls of `phases` of `r` as candidates, keeping per key the one `better` prefers.
+// "" or, for ops whose kernels take another path past a row count (the experts' grouped decode path
+// up to 16 rows), the row class: such a variant keeps one case on each side of it.
+std::string row_class(const std::string& op, int64_t rows);
+
+// Adds the calls of `phases` of `r` as candidates, keeping per key (and row class) the one `better` prefers.
 template <class Better>
 void collect(std::map<std::string, Case>& cases, const std::shared_ptr<const RankLists>& r,
              const std::vector<size_t>& phases, const std::set<std::string>* ops, Better better) {
@@ -78,8 +82,9 @@ void collect(std::map<std::string, Case>& cases, const std::shared_ptr<const Ran
       if (const char* filter = env_text("DSV41_GPU_FILTER"); filter && v.variant.key.find(filter) == std::string::npos)
         continue;
       Case candidate{v.variant.key, r, p, c, v, where_of(*r, p, c)};
-      auto it = cases.find(v.variant.key);
-      if (it == cases.end()) cases.emplace(v.variant.key, std::move(candidate));
+      const std::string map_key = v.variant.key + row_class(call.op, phase.rows);
+      auto it = cases.find(map_key);
+      if (it == cases.end()) cases.emplace(map_key, std::move(candidate));
       else if (better(candidate, it->second)) it->second = std::move(candidate);
     }
   }

@@ -7,7 +7,8 @@
 // compiler/kernels/aot_needs.cpp does): tiny worlds 1-4, every rank, activations bf16 and f32; release world
 // 4, ranks 0 and 2, the heavy ops of the largest decode phase of at most 16 rows. Each distinct
 // variant key keeps one representative call (the smallest phase of at most 64 rows for the tiny, the
-// fewest weight elements), the variants are compiled with NVRTC (cache: $DSV41_CACHE or the test's
+// fewest weight elements; the experts' variants one per row class, since their kernels switch paths
+// at 16 rows: tests/gpu/gpu_op_plan.h row_class), the variants are compiled with NVRTC (cache: $DSV41_CACHE or the test's
 // temp folder), and each call runs on random valid inputs (tests/gpu/gpu_op_inputs.h) on the CPU and
 // on the GPU from identical bytes (weights: the GPU gets the stored codes and scales, the CPU op the
 // same bytes dequantized by the CPU backend's path); every buffer the op writes is compared (tolerances in
@@ -53,8 +54,9 @@ constexpr int64_t kTinyMaxRows = 64;    // tiny: the largest phase of at most th
 constexpr int64_t kReleaseMaxRows = 16; // release: the largest decode phase of at most this many rows
 // Floors on what a run checks, so that no test passes empty or loses a weight format unnoticed
 // (measured 2026-11-30: see docs/perf.md; a planner change that lowers them must say why).
-constexpr int kTinyMinVariants = 134;        // both pack formats, worlds 1-4, activations bf16 and f32
-constexpr int kTinyMinQuantized = 34;        // of which read an fp8_tile32 or fp4_row32 weight
+constexpr int kTinyMinVariants = 166;        // both pack formats, worlds 1-4, activations bf16 and f32; the
+                                             // expert variants twice, on each side of 16 rows (row_class)
+constexpr int kTinyMinQuantized = 50;        // of which read an fp8_tile32 or fp4_row32 weight
 constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2
 constexpr int kReleaseMinQuantized = 7;
 const std::set<std::string> kReleaseOps = {"moe_experts", "shared_expert", "sparse_attention", "index_select",
@@ -225,7 +227,8 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
   }
   report_without_kernel(without_kernel);
   const int quantized = quantized_keys(cases);
-  std::printf("tiny: %zu distinct variants, %d reading FP8/FP4 weights\n", cases.size(), quantized);
+  std::printf("tiny: %zu cases (distinct variants; experts once a row class), %d reading FP8/FP4 weights\n",
+              cases.size(), quantized);
   const bool filtered = env_text("DSV41_GPU_FILTER") != nullptr;
   if (!filtered) {
     EXPECT_GE(static_cast<int>(cases.size()), kTinyMinVariants);

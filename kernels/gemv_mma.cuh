@@ -1,0 +1,206 @@
+// kernels/gemv_mma.cuh — the tensor-core body of the decode GEMV (geometry in kernels/gemv.cuh) for bf16
+// activations: mma.sync m16n8k16 with the weight tile as the wide operand (16 output columns as M) and
+// the few rows as the narrow one (N = 8, two tiles for 16 rows), "swap-AB". Weights are decoded in
+// registers into exact bf16 (BF16 as stored; e4m3 / e2m1 codes times their UE8M0 scale, a power of two,
+// in one or two exact bf16 multiplies), so the products are exact and accumulate in fp32. Also the
+// product core of the grouped experts (kernels/moe_grouped.cuh).
+//
+// Each lane loads 16 contiguous bytes of two weight rows (columns g and g + 8 of the group, g = lane / 4)
+// per K block of 4·E elements, and the same elements of x for rows g and g + 8; the MMA's K order is
+// permuted consistently on both operands (lane t of a quad holds logical k 2t, 2t+1, 2t+8, 2t+9 of a step
+// as its elements 4s .. 4s+3; FP4 pairs elements 4 apart), which leaves the sum unchanged and keeps every
+// load 16 bytes wide. e2m1 codes become bf16 the same way (code·2^-126 by moving bits, then the scale).
+#pragma once
+
+#include "gemv.cuh"
+
+namespace dsv41k {
+namespace gemv_detail {
+
+// Whether the tensor-core body takes (dtype_x, format_w): bf16 x (exact in the MMA) and a format decoded
+// to exact bf16 in registers. f32 x takes the CUDA-core body.
+__device__ constexpr bool mma_takes(int dtype_x, int format_w) {
+  return dtype_x == DT_BF16 &&
+         (format_w == WF_BF16 || format_w == WF_FP8_TILE32 || format_w == WF_FP8_ROW32 || format_w == WF_FP4_ROW32);
+}
+
+#ifndef DSV41_CONTRACT_SCAN
+
+__device__ __forceinline__ unsigned bf16x2_mul(unsigned a, unsigned b) {
+  unsigned d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// UE8M0 byte s as a bf16x2 multiplier of codes decoded as code·2^-bias: 2^(s-127+bias) in one multiply
+// while that is a normal bf16, else two (2^bias, then 2^(s-127)); 255 is NaN.
+struct Bf16Scale {
+  unsigned first, second;  // second == 0: one multiply
+};
+__device__ __forceinline__ Bf16Scale bf16_scale(unsigned s, unsigned bias) {
+  if (s + bias <= 254u) return {((s + bias) << 7) * 0x10001u, 0u};
+  const unsigned b = s == 255u ? 0x7FC0u : s << 7;
+  return {((bias + 127u) << 7) * 0x10001u, b * 0x10001u};
+}
+__device__ __forceinline__ unsigned scaled(unsigned b, Bf16Scale sc) {
+  b = bf16x2_mul(b, sc.first);
+  return sc.second ? bf16x2_mul(b, sc.second) : b;
+}
+
+// 16 e4m3 codes (one 16-byte chunk) as 8 bf16x2 words, element 2i in the low half of word i, times the scale.
+__device__ __forceinline__ void fp8_to_bf16(uint4 raw, Bf16Scale sc, unsigned* out) {
+  const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // codes 2h and 2h + 1 of q[i] into the high bytes of the two halves: sign in place, exponent
+      // and mantissa shifted down by 4 bits give the bf16 of code·2^-120 (e4m3 subnormals included).
+      const unsigned v = __byte_perm(q[i], 0u, h == 0 ? 0x1404u : 0x3424u);
+      out[2 * i + h] = scaled((v & 0x80008000u) | ((v >> 4) & 0x07F007F0u), sc);
+    }
+  }
+}
+// 32 e2m1 codes (one 16-byte chunk) as 16 bf16x2 words of code·2^-126 times the scale. Word 4i + k holds
+// elements 8i + k (low half) and 8i + k + 4 (high half): nibbles 4 apart share one shift; x is paired
+// the same way (fp4_pair_x), so the MMA's sum is unchanged.
+__device__ __forceinline__ void fp4_to_bf16(uint4 raw, Bf16Scale sc, unsigned* out) {
+  const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const unsigned v = q[i] >> (4 * k);  // nibbles k and k + 4 at bits 0-3 and 16-19
+      out[4 * i + k] = scaled(((v & 0x00070007u) << 6) | ((v & 0x00080008u) << 12), sc);
+    }
+}
+// x words (element 2j in the low half of word j) re-paired as fp4_to_bf16 pairs its elements.
+__device__ __forceinline__ void fp4_pair_x(const unsigned* xw, unsigned* out) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      out[4 * i + k] = __byte_perm(xw[4 * i + k / 2], xw[4 * i + 2 + k / 2], (k & 1) ? 0x7632u : 0x5410u);
+}
+
+__device__ __forceinline__ void mma_bf16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                         unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The weight words (E / 2 bf16x2) of chunk c of weight row `row`.
+template <int FMT>
+__device__ __forceinline__ void weight_words(Weight w, long long row, long long n, long long c, uint4 raw,
+                                             unsigned* words) {
+  if constexpr (FMT == WF_BF16) {
+    words[0] = raw.x, words[1] = raw.y, words[2] = raw.z, words[3] = raw.w;
+  } else if constexpr (FMT == WF_FP4_ROW32) {
+    fp4_to_bf16(raw, bf16_scale(w.scales[row * (n >> 5) + c], 126u), words);
+  } else {
+    const long long si =
+        FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + ((c * 16) >> 5) : (row * n + c * 16) >> 5;
+    fp8_to_bf16(raw, bf16_scale(w.scales[si], 120u), words);
+  }
+}
+
+// One warp's MMA partials: 16 weight rows gcol .. gcol + 15 (clamped below `columns`) against up to 16
+// inputs (input i is the bf16 run xs + xrow(i), for i < nrows; zeros after) over K slice `slice` of
+// `split` (lanes' chunks beyond the row's n / E read as zeros), into mine[column·kGemvRows + input].
+// kL2: read x through L2 only (another block wrote it in this launch).
+template <int FMT, bool kL2, class XRow>
+__device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, int nrows, Weight w, long long n,
+                                         long long gcol, long long columns, int slice, int split, float* mine) {
+  constexpr int E = chunk_elems(FMT), W = E / 2;  // elements and bf16x2 words of a lane's chunk
+  constexpr int U = FMT == WF_FP4_ROW32 ? 2 : 4;  // K blocks a lane keeps in flight
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  float d[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  const long long c0 = gcol + g < columns ? gcol + g : columns - 1,
+                  c1 = gcol + g + 8 < columns ? gcol + g + 8 : columns - 1;
+  const long long xr0 = g < nrows ? xrow(g) : -1, xr1 = g + 8 < nrows ? xrow(g + 8) : -1;
+  const long long chunks = n / E, blocks = (chunks + 3) / 4;  // K blocks of 4 chunks, one a lane
+  for (long long kb = slice; kb < blocks; kb += static_cast<long long>(split) * U) {
+    uint4 ra[U], rb[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long chunk = (kb + u * split) * 4 + t;
+      ra[u] = rb[u] = make_uint4(0, 0, 0, 0);
+      if (kb + u * split < blocks && chunk < chunks) {
+        ra[u] = load_chunk<FMT>(w, c0, n, chunk);
+        rb[u] = load_chunk<FMT>(w, c1, n, chunk);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long k = kb + u * split, chunk = k * 4 + t;
+      if (k >= blocks) break;
+      const bool valid = chunk < chunks;
+      unsigned wa[W], wb[W];
+      if (valid) {
+        weight_words<FMT>(w, c0, n, chunk, ra[u], wa);
+        weight_words<FMT>(w, c1, n, chunk, rb[u], wb);
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) wa[j] = wb[j] = 0u;
+      }
+#pragma unroll
+      for (int tile = 0; tile < 2; ++tile) {
+        if (tile == 1 && nrows <= 8) break;
+        const long long xr = tile == 0 ? xr0 : xr1;
+        unsigned xw[W];
+#pragma unroll
+        for (int j = 0; j < W / 4; ++j) {
+          uint4 v = make_uint4(0, 0, 0, 0);
+          if (valid && xr >= 0) {
+            const uint4* p = reinterpret_cast<const uint4*>(xs + xr + chunk * E) + j;
+            v = kL2 ? __ldcg(p) : *p;
+          }
+          xw[4 * j] = v.x, xw[4 * j + 1] = v.y, xw[4 * j + 2] = v.z, xw[4 * j + 3] = v.w;
+        }
+        if constexpr (FMT == WF_FP4_ROW32) {
+          unsigned xp[W];
+          fp4_pair_x(xw, xp);
+#pragma unroll
+          for (int j = 0; j < W; ++j) xw[j] = xp[j];
+        }
+#pragma unroll
+        for (int s = 0; s < W / 2; ++s)
+          mma_bf16(d[tile], wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1], xw[2 * s], xw[2 * s + 1]);
+      }
+    }
+  }
+  // d[tile]: (column g, inputs 2t, 2t+1) and (column g + 8, the same inputs) of the tile.
+#pragma unroll
+  for (int tile = 0; tile < 2; ++tile) {
+    const int r = tile * 8 + 2 * t;
+    mine[g * kGemvRows + r] = d[tile][0];
+    mine[g * kGemvRows + r + 1] = d[tile][1];
+    mine[(g + 8) * kGemvRows + r] = d[tile][2];
+    mine[(g + 8) * kGemvRows + r + 1] = d[tile][3];
+  }
+}
+
+// The tensor-core body of the GEMV: the warp's column group and K slice into red (gemv_store sums them).
+template <int format_w, class X0>
+__device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x_width, X0 x0_of, Weight w, long long n,
+                                               long long columns, int split, float* red) {
+  const int warp = threadIdx.x >> 5, group = warp / split, slice = warp % split;
+  const long long row0 = static_cast<long long>(blockIdx.x) * kGemvRows;
+  const long long gcol = static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + group * kGemvGroup;
+  float* mine = red + warp * kGemvGroup * kGemvRows;
+  if (gcol >= columns) {  // the block's last group may lie past the matrix: nothing to add
+    for (int i = threadIdx.x & 31; i < kGemvGroup * kGemvRows; i += 32) mine[i] = 0.0f;
+    return;
+  }
+  const long long x0 = x0_of(gcol), nrows = rows - row0 < kGemvRows ? rows - row0 : kGemvRows;
+  mma_tile<format_w, false>(
+      static_cast<const unsigned short*>(x), [&](int i) { return (row0 + i) * x_width + x0; }, static_cast<int>(nrows),
+      w, n, gcol, columns, slice, split, mine);
+}
+
+#endif  // DSV41_CONTRACT_SCAN
+}  // namespace gemv_detail
+}  // namespace dsv41k
