@@ -7,11 +7,13 @@ namespace dsv41::cli {
 
 void add_backend_flags(CLI::App* cmd, BackendFlags& flags) {
   cmd->add_option("--backend", flags.backend,
-                  "cpu (reference kernels) or cuda (the program's cubins; every rank a thread on --device, "
-                  "boot reports on stderr)")
+                  "cpu (reference kernels) or cuda (the program's cubins; every rank a thread on --device, or with "
+                  "--master one rank process per GPU exchanging over NCCL; boot reports on stderr)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--device", flags.device, "cuda: the CUDA device ordinal every rank uses")
+  cmd->add_option("--device", flags.device,
+                  "cuda: the CUDA device ordinal every rank uses (with --master: this rank's; `launch --gpus` "
+                  "shows each rank only its own GPU, as 0)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--devices", flags.devices,
@@ -26,14 +28,19 @@ void add_backend_flags(CLI::App* cmd, BackendFlags& flags) {
   cmd->add_flag("--eager", flags.eager, "cuda: launch every call on each step instead of replaying captured CUDA graphs");
 }
 
-BackendFactory backend_factory(const BackendFlags& flags, const std::string& model_dir) {
-  if (flags.backend != "cuda") return {};
+gpu::CudaBackendOptions cuda_backend_options(const BackendFlags& flags, const std::string& model_dir) {
   gpu::CudaBackendOptions cuda;
   cuda.model_dir = model_dir;
   cuda.device = flags.device;
   cuda.devices = flags.devices;
   cuda.eager = flags.eager;
   cuda.synthetic_seed = flags.synthetic_seed;
+  return cuda;
+}
+
+BackendFactory backend_factory(const BackendFlags& flags, const std::string& model_dir) {
+  if (flags.backend != "cuda") return {};
+  const gpu::CudaBackendOptions cuda = cuda_backend_options(flags, model_dir);
   return [cuda](int world) -> Result<std::unique_ptr<Backend>> {
     DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
     return std::unique_ptr<Backend>(std::move(backend));

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/gpu/cuda_backend.h"
 #include "runtime/rank_session.h"
 
 namespace dsv41::cli {
@@ -26,6 +27,9 @@ void add_backend_flags(CLI::App* cmd, BackendFlags& flags);
 // Adds --draft-tokens (drafts per round, verified exactly) to `cmd`; `metrics` says where the
 // acceptance is reported (generate: stderr; serve: /metrics).
 void add_draft_tokens_flag(CLI::App* cmd, int64_t& draft_tokens, const std::string& metrics);
+
+// The CUDA backend's options the flags give (also for a CUDA rank process).
+gpu::CudaBackendOptions cuda_backend_options(const BackendFlags& flags, const std::string& model_dir);
 
 // The factory the flags choose for a model folder; empty for the CPU backend (the callers' default).
 BackendFactory backend_factory(const BackendFlags& flags, const std::string& model_dir);

@@ -16,6 +16,7 @@
 #include "runtime/dist/rank_process.h"
 #include "runtime/generate.h"
 #include "runtime/cli/backend_flags.h"
+#include "runtime/gpu/cuda_rank_backend.h"
 
 namespace dsv41::cli {
 namespace {
@@ -29,6 +30,7 @@ struct GenerateFlags {
   // Set by --master: this process is one rank of a world of processes.
   dist::RankProcessOptions rank_process;
   BackendFlags backend;
+  bool time_exchanges = false;
 };
 
 // Another rank failed: this rank can do nothing useful, so it ends at once (from the control
@@ -49,19 +51,27 @@ Status run_generate(GenerateFlags f) {
   f.options.backend = backend_factory(f.backend, f.options.model_dir);
   f.options.stop_at_eos = !f.ignore_eos;
   const bool as_rank = !f.rank_process.master.empty();
-  // Ranks as processes exchange over sockets between CPU sessions; the NCCL exchange the CUDA backend
-  // needs between processes is not built (docs/distributed.md).
-  if (as_rank && f.backend.backend == "cuda")
-    return Status::error("--backend cuda with --master: ranks as processes run the CPU backend only for now "
-                         "(no NCCL exchange yet); run the world's ranks as threads of one process instead "
-                         "(drop --rank/--world/--master)");
   if (as_rank && f.options.draft_tokens > 0)
     return Status::errorf("--draft-tokens {} with --master: ranks as processes decode serially for now; run the "
                           "world's ranks as threads of one process instead (drop --rank/--world/--master)",
                           f.options.draft_tokens);
+  if (as_rank && !f.backend.devices.empty())
+    return Status::error("--devices with --master: a rank process runs on one GPU (--device, or `launch --gpus 0,1` "
+                         "for one process per GPU)");
+  if (f.time_exchanges && !(as_rank && f.backend.backend == "cuda" && f.backend.eager))
+    return Status::error("--time-exchanges: only for --backend cuda --eager ranks as processes (with --master)");
   GenerateResult result;
   if (as_rank) {
     f.rank_process.generate = f.options;
+    // Ranks as processes: the CPU backend exchanges over the control connection, CUDA over NCCL.
+    if (f.backend.backend == "cuda") {
+      gpu::CudaRankOptions cuda;
+      cuda.cuda = cuda_backend_options(f.backend, f.options.model_dir);
+      cuda.time_exchanges = f.time_exchanges;
+      auto opened = gpu::CudaRankBackend::open(cuda);
+      if (!opened.is_ok()) return opened.status().with_context(fmt::format("rank {}", f.rank_process.rank));
+      f.rank_process.backend = std::move(opened).value();
+    }
     const int rank = f.rank_process.rank;
     f.rank_process.on_peer_failure = [rank](const std::string& reason) { exit_for_peer_failure(rank, reason); };
     if (f.rank_process.step_pause_ms > 0)  // a test is watching for the decode to be under way
@@ -138,6 +148,14 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_option("--connect-timeout-ms", f->rank_process.connect_timeout_ms,
                   "how long ranks wait for each other to join (with --master)")
       ->needs(master)->capture_default_str();
+  cmd->add_flag("--logits-digests", f->rank_process.logits_digests,
+                "every rank prints a digest of its logits after each phase on stderr (ranks hold the same bits; "
+                "with --master)")
+      ->needs(master);
+  cmd->add_flag("--time-exchanges", f->time_exchanges,
+                "cuda --eager: time every NCCL exchange (synchronising around it) and print the total per rank at "
+                "the end (with --master)")
+      ->needs(master);
   cmd->add_option("--step-pause-ms", f->rank_process.step_pause_ms,
                   "rank 0 pauses before each decode step and says so on stderr (tests of fail-fast; with --master)")
       ->needs(master);

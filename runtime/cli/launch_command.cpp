@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,26 @@ namespace {
 struct LaunchFlags {
   dist::LaunchOptions options;
   int world = 0;
+  std::string gpus;
   CLI::App* command = nullptr;
 };
 
+// "0,1" → {0, 1}; anything but comma-separated ordinals is a usage error naming the text.
+bool parse_gpus(const std::string& text, std::vector<int>& out) {
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 4) return false;
+    out.push_back(std::stoi(item));
+  }
+  return !text.empty() && text.back() != ',';
+}
+
 int run_launch(LaunchFlags& f) {
+  if (!f.gpus.empty() && !parse_gpus(f.gpus, f.options.gpus)) {
+    std::fprintf(stderr, "dsv41-rt launch: error: --gpus %s: expected GPU ordinals separated by commas, e.g. 0,1\n",
+                 f.gpus.c_str());
+    return 2;
+  }
   f.options.command = f.command->remaining();
   f.options.world = f.world > 0 ? f.world : static_cast<int>(f.options.gpus.size());
   if (f.options.world == 0) {
@@ -44,12 +61,15 @@ CodeRunner add_launch_command(CLI::App& app) {
       "Starts one rank process per GPU (--gpus) or per CPU rank (--world) on this host, each running\n"
       "`dsv41-rt COMMAND... --rank N --world W --master 127.0.0.1:PORT`, forwards SIGINT and SIGTERM to\n"
       "them, and exits with the first failing rank's code (docs/distributed.md).\n\n"
-      "Example:\n"
-      "  dsv41-rt launch --world 2 generate /tmp/tiny-w2 --model /tmp/tiny --prompt-ids 5,6,7 --max-tokens 8");
+      "Examples:\n"
+      "  dsv41-rt launch --world 2 generate /tmp/tiny-w2 --model /tmp/tiny --prompt-ids 5,6,7 --max-tokens 8\n"
+      "  # one process per GPU, exchanging over NCCL inside the CUDA graphs (programs planned --target h200):\n"
+      "  dsv41-rt launch --gpus 0,1 generate /tmp/tiny-w2 --model /tmp/tiny --prompt-ids 5,6,7 --max-tokens 8 "
+      "--backend cuda");
   cmd->prefix_command();  // everything from COMMAND on belongs to the ranks
   cmd->add_option("--world", f->world, "CPU ranks to start (one process each)")->check(CLI::PositiveNumber);
-  cmd->add_option("--gpus", f->options.gpus, "GPU ordinals, comma separated: rank i sees only the i-th")
-      ->delimiter(',');
+  // One token, split here: a list option would also swallow COMMAND and its arguments.
+  cmd->add_option("--gpus", f->gpus, "GPU ordinals, comma separated (0,1): rank i sees only the i-th");
   cmd->add_option("--master-port", f->options.master_port, "rank 0's control port on 127.0.0.1 (0: a free one)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();

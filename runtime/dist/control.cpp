@@ -145,6 +145,20 @@ Status Control::broadcast(FrameType type, const std::vector<uint8_t>& payload) {
   return Status::ok();
 }
 
+Result<std::vector<uint8_t>> Control::share_comm_id(const std::vector<uint8_t>& id) {
+  if (leader()) {
+    DSV41_TRY(broadcast(FrameType::CommId, PayloadWriter().raw(id).take()));
+    return id;
+  }
+  DSV41_ASSIGN_OR_RETURN(Frame frame, link(0).receive(FrameType::CommId));
+  PayloadReader r(frame.payload, link(0).peer() + ": CommId");
+  std::vector<uint8_t> theirs = r.raw("id");
+  DSV41_TRY(r.finish());
+  if (theirs.size() != id.size())
+    return Status::errorf("{}: CommId of {} bytes, expected {}", link(0).peer(), theirs.size(), id.size());
+  return theirs;
+}
+
 Result<Frame> Control::next_command() {
   DSV41_CHECK(!leader());
   return link(0).receive_any();

@@ -49,6 +49,11 @@ class Control final : private LinkObserver {
   // A follower: rank 0's next command (RunPhase, ResetSlot, RoundPlan or Stop).
   Result<Frame> next_command();
 
+  // Every rank at the same point after the agreement: rank 0 sends `id` (its communicator's unique
+  // id) to every follower and returns it; a follower returns the id rank 0 sent (its next frame must be
+  // CommId, of `id.size()` bytes).
+  Result<std::vector<uint8_t>> share_comm_id(const std::vector<uint8_t>& id);
+
   // This rank failed with `reason` (which names it): every peer is told and every waiter wakes.
   void fail(const std::string& reason);
   // Rank 0: Stop to every follower, then waits (up to 2 s) for each to close. A follower: marks the

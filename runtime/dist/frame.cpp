@@ -11,7 +11,8 @@ static_assert(std::endian::native == std::endian::little, "frames are little-end
 namespace {
 
 const char* kTypeNames[] = {"Hello",     "Agreement", "RunPhase",    "ResetSlot",      "RoundPlan",     "Stop",
-                            "Heartbeat", "Failed",    "ExchangeSum", "ExchangeGather", "ExchangeResult"};
+                            "Heartbeat", "Failed",    "ExchangeSum", "ExchangeGather", "ExchangeResult",
+                            "CommId"};
 
 template <class T>
 T load(const uint8_t* p) {

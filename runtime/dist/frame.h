@@ -13,7 +13,7 @@ namespace dsv41::dist {
 // The bytes "D41C" on the wire: a peer that is not a dsv41 rank is refused at its first frame.
 constexpr uint32_t kFrameMagic = 0x43313444;
 // Bump on any change to the header or to a message's payload; ranks of different versions refuse each other.
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint16_t kProtocolVersion = 2;
 constexpr size_t kFrameHeaderBytes = 12;  // magic u32, version u16, type u16, payload length u32
 // Larger than any exchange of the planned phases needs on the CPU backend; a length above it is garbage.
 constexpr uint32_t kMaxFramePayload = 256u << 20;
@@ -30,8 +30,9 @@ enum class FrameType : uint16_t {
   ExchangeSum = 9,     // follower → rank 0: a partial to sum
   ExchangeGather = 10, // follower → rank 0: columns to gather
   ExchangeResult = 11, // rank 0 → follower: the rank-ordered result
+  CommId = 12,         // rank 0 → follower: the communicator's unique id (NCCL), opaque bytes
 };
-constexpr uint16_t kLastFrameType = 11;
+constexpr uint16_t kLastFrameType = 12;
 
 // "RunPhase", or "type 99" for a value outside the enum.
 std::string frame_type_name(uint16_t type);

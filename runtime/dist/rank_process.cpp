@@ -1,17 +1,18 @@
-// runtime/dist/rank_process.cpp — one rank per process: join the world, load this rank's weights, then lead (rank 0) or follow.
+// runtime/dist/rank_process.cpp — one rank per process: join the world, boot this rank's session (CPU or CUDA), then lead (rank 0) or follow.
 #include "runtime/dist/rank_process.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <thread>
 
 #include <fmt/ranges.h>
 
+#include "common/hashing.h"
 #include "common/model_config.h"
-#include "runtime/cpu/cpu_session.h"
 #include "runtime/dist/control.h"
-#include "runtime/dist/socket_exchange.h"
+#include "runtime/dist/rank_backend.h"
 
 namespace dsv41::dist {
 namespace {
@@ -34,37 +35,52 @@ std::vector<uint8_t> run_phase_payload(const std::string& phase, const std::vect
   return PayloadWriter().str(phase).i32s(statics).take();
 }
 
+// With --logits-digests: this rank's whole logits buffer after each phase (XXH3 of its bytes), as one line on stderr, so
+// a test can see that every rank holds the same bits.
+Status report_digest(const RankProcessOptions& o, RankSession& session, const Phase& phase, int step) {
+  if (!o.logits_digests || phase.rows <= 0) return Status::ok();
+  const auto vocab_row = std::find_if(phase.buffers.begin(), phase.buffers.end(),
+                                       [](const BufferDecl& b) { return b.name == "logits"; });
+  if (vocab_row == phase.buffers.end()) return Status::ok();
+  std::vector<float> all(vocab_row->bytes / sizeof(float));
+  DSV41_TRY(session.read_logits(phase, 0, phase.rows, all.data()));
+  std::fprintf(stderr, "dsv41-rt: rank %d: step %d %s logits digest %s\n", session.rank(), step, phase.name.c_str(),
+               hex64(hash_bytes(all.data(), all.size() * sizeof(float))).c_str());
+  return Status::ok();
+}
+
 // What rank 0 drives: the phases and statics of every step, checked against the planned settings.
 class Leader {
  public:
-  Leader(Control& control, cpu::CpuSession& session) : control_(control), session_(session) {}
+  Leader(Control& control, RankSession& session, const RankProcessOptions& o)
+      : control_(control), session_(session), options_(o) {}
 
   // Every follower first, then this rank: the followers' collectives wait on rank 0's.
   Status run(const std::string& name, const std::vector<int32_t>& statics) {
     const Phase* phase = session_.find_phase(name);
     if (!phase) return Status::errorf("no phase {} in rank 0's program", name);
     DSV41_TRY(control_.broadcast(FrameType::RunPhase, run_phase_payload(name, statics)));
-    return session_.run(*phase, statics);
+    DSV41_TRY(session_.run(*phase, statics));
+    return report_digest(options_, session_, *phase, ++steps_);
   }
 
   Result<std::vector<float>> logits(const std::string& name, int64_t row, int64_t vocab) {
     const Phase* phase = session_.find_phase(name);
-    DSV41_ASSIGN_OR_RETURN(cpu::TensorView view, session_.output(*phase, "logits"));
-    if (view.dtype != DType::F32 || view.numel() != phase->rows * vocab)
-      return Status::errorf("phase {}: logits buffer is not F32 [{}, {}]", name, phase->rows, vocab);
     std::vector<float> out(static_cast<size_t>(vocab));
-    std::memcpy(out.data(), view.data + row * vocab * 4, out.size() * 4);
+    DSV41_TRY(session_.read_logits(*phase, row, 1, out.data()));
     return out;
   }
 
  private:
   Control& control_;
-  cpu::CpuSession& session_;
+  RankSession& session_;
+  const RankProcessOptions& options_;
+  int steps_ = 0;
 };
 
 Result<GenerateResult> lead(const RankProcessOptions& o, const GeneratePlan& plan, Control& control,
-                            cpu::CpuSession& session) {
-  Leader leader(control, session);
+                            RankSession& session) {
+  Leader leader(control, session, o);
   GenerateResult out;
   DSV41_TRY(control.broadcast(FrameType::ResetSlot, PayloadWriter().u32(0).take()));
   session.reset_slot(0);
@@ -103,8 +119,8 @@ Result<GenerateResult> lead(const RankProcessOptions& o, const GeneratePlan& pla
   return out;
 }
 
-Status follow(Control& control, cpu::CpuSession& session) {
-  for (;;) {
+Status follow(const RankProcessOptions& o, Control& control, RankSession& session, int slots) {
+  for (int steps = 0;;) {
     DSV41_ASSIGN_OR_RETURN(Frame frame, control.next_command());
     const std::string what = fmt::format("rank 0's {}", frame_type_name(static_cast<uint16_t>(frame.type)));
     PayloadReader r(frame.payload, what);
@@ -114,8 +130,8 @@ Status follow(Control& control, cpu::CpuSession& session) {
       case FrameType::ResetSlot: {
         const uint32_t slot = r.u32("slot");
         DSV41_TRY(r.finish());
-        if (slot >= static_cast<uint32_t>(session.slots()))
-          return Status::errorf("{}: slot {} outside 0..{}", what, slot, session.slots() - 1);
+        if (slot >= static_cast<uint32_t>(slots))
+          return Status::errorf("{}: slot {} outside 0..{}", what, slot, slots - 1);
         session.reset_slot(static_cast<int>(slot));
         break;
       }
@@ -126,6 +142,7 @@ Status follow(Control& control, cpu::CpuSession& session) {
         const Phase* phase = session.find_phase(name);
         if (!phase) return Status::errorf("{}: no phase {} in this rank's program", what, name);
         DSV41_TRY(session.run(*phase, statics));
+        DSV41_TRY(report_digest(o, session, *phase, ++steps));
         break;
       }
       default:
@@ -144,22 +161,28 @@ Result<GenerateResult> generate_as_rank(const RankProcessOptions& o) {
   DSV41_ASSIGN_OR_RETURN(control_options.master, parse_host_port(o.master, "--master"));
   control_options.connect_timeout_ms = o.connect_timeout_ms;
   control_options.watchdog_ms = o.watchdog_ms;
-  control_options.on_peer_failure = o.on_peer_failure;
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Control> control, Control::join(control_options, facts_of(program, "cpu")));
+  std::shared_ptr<RankBackend> backend = o.backend ? o.backend : cpu_rank_backend(o.generate.model_dir);
+  // The backend hears of a peer's failure first (an NCCL abort), then the caller (which may end the process).
+  control_options.on_peer_failure = [backend, then = o.on_peer_failure](const std::string& reason) {
+    backend->abort(reason);
+    if (then) then(reason);
+  };
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Control> control,
+                         Control::join(control_options, facts_of(program, backend->arch())));
   // From here on a failure of this rank is every rank's: tell the others before returning it.
   auto run = [&]() -> Result<GenerateResult> {
     GeneratePlan plan;
     if (control->leader()) {
       DSV41_ASSIGN_OR_RETURN(plan, plan_generation(o.generate, program));
     }
-    SocketExchange exchange(*control);
-    DSV41_ASSIGN_OR_RETURN(auto session, cpu::CpuSession::create(program, o.generate.model_dir, exchange));
+    DSV41_ASSIGN_OR_RETURN(std::unique_ptr<RankSession> session, backend->create(program, *control));
     if (control->leader()) return lead(o, plan, *control, *session);
-    DSV41_TRY(follow(*control, *session));
+    DSV41_TRY(follow(o, *control, *session, program.program().settings()->slots()));
     return GenerateResult{};
   };
   Result<GenerateResult> result = run();
   if (!result.is_ok()) control->fail(rank_reason(o.rank, result.status().message()));
+  backend->close();
   return result;
 }
 

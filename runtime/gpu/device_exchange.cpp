@@ -5,6 +5,21 @@
 
 namespace dsv41::gpu {
 
+// The kind an exchange is not: a programming error of the session (it binds by host_side()), reported as a Status.
+Status DeviceExchange::sum(int, CUdeviceptr, int64_t n, CUstream) {
+  return Status::errorf("exchange sum of {} floats: this exchange is captured (enqueue_sum), not host-side", n);
+}
+Status DeviceExchange::gather(int, CUdeviceptr, int64_t rows, const std::vector<int64_t>&, CUdeviceptr, CUstream) {
+  return Status::errorf("exchange gather of {} rows: this exchange is captured (enqueue_gather), not host-side", rows);
+}
+Status DeviceExchange::enqueue_sum(int, CUdeviceptr, int64_t n, CUdeviceptr, CUstream) {
+  return Status::errorf("exchange sum of {} floats: this exchange runs on the host, it cannot be captured", n);
+}
+Status DeviceExchange::enqueue_gather(int, CUdeviceptr, int64_t rows, const std::vector<int64_t>&, CUdeviceptr,
+                                      CUstream) {
+  return Status::errorf("exchange gather of {} rows: this exchange runs on the host, it cannot be captured", rows);
+}
+
 Status HostStagedExchange::download(CUdeviceptr x, std::vector<float>& host, CUstream stream) {
   // Stream-ordered after the rank's work (no legacy-stream copy: other ranks may be capturing).
   if (!host.empty())

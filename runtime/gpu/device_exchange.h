@@ -17,13 +17,23 @@ class DeviceExchange {
  public:
   virtual ~DeviceExchange() = default;
   // Whether the exchange runs on the host between graph segments (it cannot be captured); an
-  // exchange that can be captured (NCCL) returns false and is launched inside the graph.
+  // exchange that can be captured (NCCL) returns false and is enqueued inside the graph.
   virtual bool host_side() const = 0;
+
+  // Host-side exchanges (host_side() true) synchronise `stream`.
   // In place: x (F32, n values on `stream`) becomes Σ_ranks x in rank order, the same bits on every rank.
-  virtual Status sum(int rank, CUdeviceptr x, int64_t n, CUstream stream) = 0;
+  virtual Status sum(int rank, CUdeviceptr x, int64_t n, CUstream stream);
   // x is F32 [rows, widths[rank]]; out becomes F32 [rows, Σ widths], every rank's columns in rank order.
   virtual Status gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths, CUdeviceptr out,
-                        CUstream stream) = 0;
+                        CUstream stream);
+
+  // Captured exchanges (host_side() false): only enqueued on `stream` (no host wait), so a graph can hold them.
+  // sum: x (n floats) becomes the rank-ordered sum; `staging` holds world × n floats.
+  virtual Status enqueue_sum(int rank, CUdeviceptr x, int64_t n, CUdeviceptr staging, CUstream stream);
+  // gather: `staging` becomes every rank's [rows, widths[k]] block in rank order (rank-major, Σ widths × rows
+  // floats): the layout the exchange_gather kernel (kernels/exchange_gather.cuh) permutes into its out.
+  virtual Status enqueue_gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths,
+                                CUdeviceptr staging, CUstream stream);
   // Wakes every rank blocked in an exchange; they fail with `reason` (the first reason is kept).
   virtual void abort(const std::string& reason) = 0;
 };

@@ -93,6 +93,8 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
   out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}\n", "activations (+statics)", gib(l->activations()),
                      gib(layout.arena_bytes + layout.statics_bytes));
   out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "error words", "-", gib(layout.error_bytes));
+  if (layout.exchange_bytes > 0)
+    out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "exchange staging (NCCL)", "-", gib(layout.exchange_bytes));
   out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}", "total", gib(l->total()), gib(layout.total()));
   return out;
 }
@@ -127,9 +129,22 @@ Status upload_tables(CudaDriver& d, const DeviceLayout& layout, const DeviceBuff
   return d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize (after the table upload)");
 }
 
+uint64_t exchange_staging_bytes(const CallLists& calls, int world) {
+  uint64_t largest = 0;
+  for (const Phase& phase : calls.phases)
+    for (const Call& call : phase.calls) {
+      uint64_t floats = 0;
+      if (call.op == "exchange_sum") floats = static_cast<uint64_t>(world * phase.rows * call.constant("width"));
+      if (call.op == "exchange_gather")
+        for (int64_t w : call.arg("widths").ints) floats += static_cast<uint64_t>(phase.rows * w);
+      largest = std::max(largest, floats * sizeof(float));
+    }
+  return largest;
+}
+
 Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, const fb::Program& program,
                                const CallLists& calls, const Phase& phase, const DeviceLayout& layout,
-                               const DeviceAddresses& at, bool host_exchanges) {
+                               const DeviceAddresses& at, ExchangeBinding exchanges) {
   CallEnv env;
   env.rows = phase.rows;
   const CallLists* lists = &calls;
@@ -179,16 +194,19 @@ Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, con
         default: break;
       }
     }
-    if (host_exchanges && (call.op == "exchange_sum" || call.op == "exchange_gather")) {
+    if (exchanges != ExchangeBinding::None && (call.op == "exchange_sum" || call.op == "exchange_gather")) {
       b.x = b.bindings.scratch.at("x");
       b.out = b.bindings.scratch.at("out");
       b.width = call.constant("width");
-      if (call.op == "exchange_sum") {
-        b.host = BoundCall::Host::Sum;
+      const BoundCall::Host kind = call.op == "exchange_sum" ? BoundCall::Host::Sum : BoundCall::Host::Gather;
+      if (kind == BoundCall::Host::Gather) b.widths = call.arg("widths").ints;
+      if (exchanges == ExchangeBinding::Host) {
+        b.host = kind;
+        b.launches = kind == BoundCall::Host::Sum;
       } else {
-        b.host = BoundCall::Host::Gather;
-        b.widths = call.arg("widths").ints;
-        b.launches = false;
+        b.captured = kind;
+        b.staging = at.exchange;
+        if (kind == BoundCall::Host::Gather) b.bindings.scratch["x"] = at.exchange;  // the kernel permutes the staging
       }
     }
     graphs.add(std::move(b));

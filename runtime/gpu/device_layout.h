@@ -35,13 +35,18 @@ struct DeviceLayout {
   uint64_t arena_bytes = 0;    // the largest phase arena: phases of a rank run one at a time
   uint64_t statics_bytes = 0;  // the largest phase's statics block
   uint64_t error_bytes = 0;    // one int32 word per call of the largest phase
+  uint64_t exchange_bytes = 0; // captured exchanges only (NCCL): the largest exchange's all-gathered partials
   uint64_t total() const {
-    return stored.total + table_bytes + state_bytes + arena_bytes + statics_bytes + error_bytes;
+    return stored.total + table_bytes + state_bytes + arena_bytes + statics_bytes + error_bytes + exchange_bytes;
   }
 };
 
 // Sizes everything from the program alone (no file is read).
 Result<DeviceLayout> plan_device_layout(const ProgramFile& program, const CallLists& calls);
+
+// The staging a captured exchange needs (bytes): the largest exchange of any phase, all-gathered:
+// world × rows × width floats for exchange_sum, rows × Σ widths for exchange_gather.
+uint64_t exchange_staging_bytes(const CallLists& calls, int world);
 
 // The program's ledger beside what this session allocates, line by line.
 std::string ledger_lines(const fb::Program& program, const DeviceLayout& layout);
@@ -58,13 +63,18 @@ Status upload_tables(CudaDriver& driver, const DeviceLayout& layout, const Devic
 
 struct DeviceAddresses {
   CUdeviceptr weights = 0, tables = 0, state = 0, arena = 0, statics = 0, errors = 0;
+  CUdeviceptr exchange = 0;  // captured exchanges' staging
 };
 
-// Every call of `phase` bound to device addresses. `host_exchanges`: the world's exchanges run on the
-// host between graph segments (exchange_sum keeps its kernel, which stores the summed x into out;
-// exchange_gather's host step writes out itself).
+// How a world's exchanges run: none to make (world 1: each call's kernel alone), on the host between
+// graph segments (exchange_sum keeps its kernel, which stores the summed x into out; exchange_gather's
+// host step writes out itself), or captured (enqueued before the call's kernel; exchange_gather's
+// kernel reads the rank-major staging as its x and permutes it into out).
+enum class ExchangeBinding : uint8_t { None, Host, Captured };
+
+// Every call of `phase` bound to device addresses.
 Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, const fb::Program& program,
                                const CallLists& calls, const Phase& phase, const DeviceLayout& layout,
-                               const DeviceAddresses& at, bool host_exchanges);
+                               const DeviceAddresses& at, ExchangeBinding exchanges);
 
 }  // namespace dsv41::gpu

@@ -88,6 +88,11 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
 
   // Sizes first, then the memory check, then allocations: a plan that cannot fit fails before any.
   DSV41_ASSIGN_OR_RETURN(s->layout_, plan_device_layout(file, s->calls_));
+  // A rank run alone (no peers: bench) makes no exchange either.
+  const ExchangeBinding binding = s->world_ == 1 || options.alone ? ExchangeBinding::None
+                                  : exchange.host_side() ? ExchangeBinding::Host
+                                                         : ExchangeBinding::Captured;
+  if (binding == ExchangeBinding::Captured) s->layout_.exchange_bytes = exchange_staging_bytes(s->calls_, s->world_);
   const DeviceLayout& layout = s->layout_;
   DSV41_ASSIGN_OR_RETURN(const auto before, driver.memory_info());
   const std::string ledger = ledger_lines(p, layout);
@@ -102,6 +107,7 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   DSV41_ASSIGN_OR_RETURN(s->arena_, DeviceBuffer::allocate(driver, layout.arena_bytes));
   DSV41_ASSIGN_OR_RETURN(s->statics_, DeviceBuffer::allocate(driver, layout.statics_bytes));
   DSV41_ASSIGN_OR_RETURN(s->errors_, DeviceBuffer::allocate(driver, layout.error_bytes));
+  DSV41_ASSIGN_OR_RETURN(s->exchange_staging_, DeviceBuffer::allocate(driver, layout.exchange_bytes));
   // Everything on the rank's stream, then waited for: a context-wide synchronise is refused while
   // another rank's thread is capturing.
   for (DeviceBuffer* b : {&s->state_, &s->arena_, &s->statics_, &s->errors_})
@@ -114,15 +120,15 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   DSV41_ASSIGN_OR_RETURN(const auto loaded, driver.memory_info());
 
   const DeviceAddresses addresses{s->weights_.ptr(), s->tables_.ptr(), s->state_.ptr(), s->arena_.ptr(),
-                                  s->statics_.ptr(), s->errors_.ptr()};
+                                  s->statics_.ptr(), s->errors_.ptr(), s->exchange_staging_.ptr()};
   const auto graph_start = std::chrono::steady_clock::now();
   for (const Phase& phase : s->calls_.phases) {
-    DSV41_ASSIGN_OR_RETURN(PhaseGraphs graphs, bind_phase(driver, *s->launcher_, p, s->calls_, phase, s->layout_, addresses,
-                                                          exchange.host_side() && s->world_ > 1 && !options.alone));
+    DSV41_ASSIGN_OR_RETURN(PhaseGraphs graphs,
+                           bind_phase(driver, *s->launcher_, p, s->calls_, phase, s->layout_, addresses, binding));
     if (options.alone) graphs.skip_op("exchange_gather");
     s->graphs_.push_back(std::move(graphs));
   }
-  for (PhaseGraphs& graphs : s->graphs_) DSV41_TRY(graphs.build(s->stream_, !s->eager_));
+  for (PhaseGraphs& graphs : s->graphs_) DSV41_TRY(graphs.build(s->stream_, !s->eager_, exchange));
   DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after graph build)"));
   const double graph_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - graph_start).count();
   DSV41_ASSIGN_OR_RETURN(const auto after, driver.memory_info());
@@ -141,7 +147,10 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
       gib(before.first - loaded.first), gib(layout.total()), options.synthetic_seed ? "synthesised" : "read",
       loaded_stats.bytes / 1e9, loaded_stats.seconds, loaded_stats.gb_per_s(), s->rank_, graph_count,
       s->calls_.phases.size(), graph_seconds, gib(loaded.first > after.first ? loaded.first - after.first : 0),
-      s->eager_ ? "--eager: none captured" : (exchange.host_side() && s->world_ > 1 ? "split at host exchanges" : "one per phase"),
+      s->eager_ ? "--eager: none captured"
+                : (binding == ExchangeBinding::Host ? "split at host exchanges"
+                                                    : binding == ExchangeBinding::Captured ? "one per phase, exchanges inside"
+                                                                                           : "one per phase"),
       gib(after.first));
   return s;
 }

@@ -96,7 +96,7 @@ class GpuSession final : public RankSession {
   DeviceLayout layout_;  // the bindings' CallEnv reads weight formats from it
   CUstream stream_ = nullptr;
   std::unique_ptr<KernelLauncher> launcher_;
-  DeviceBuffer weights_, tables_, state_, arena_, statics_, errors_;
+  DeviceBuffer weights_, tables_, state_, arena_, statics_, errors_, exchange_staging_;
   std::vector<PhaseGraphs> graphs_;  // one per phase
   std::vector<int32_t> error_words_;  // host copy, the largest phase's call count
   std::string boot_report_;

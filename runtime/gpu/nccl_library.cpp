@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #if __has_include(<nccl.h>)
 #include <nccl.h>
 // Our declarations are NCCL's ABI: checked wherever the real header is at hand.
@@ -38,7 +40,9 @@ Result<std::unique_ptr<NcclLibrary>> NcclLibrary::load(const std::string& librar
     const char* why = dlerror();
     const std::string detail = why ? why : "";
     if (detail.empty() || detail.find("No such file") != std::string::npos)
-      return Status::errorf("{}: not found (NCCL is needed only for ranks on several GPUs)", library);
+      return Status::errorf("{}: not found (NCCL is needed only for ranks on several GPUs; add the folder holding "
+                            "libnccl.so.2 to LD_LIBRARY_PATH, or set DSV41_NCCL_LIBRARY=/path/to/libnccl.so.2)",
+                            library);
     return Status::errorf("{}: cannot open: {}", library, detail);
   }
   std::unique_ptr<NcclLibrary> n(new NcclLibrary());
@@ -48,6 +52,7 @@ Result<std::unique_ptr<NcclLibrary>> NcclLibrary::load(const std::string& librar
   resolve(handle, "ncclGetUniqueId", n->ncclGetUniqueId, missing);
   resolve(handle, "ncclCommInitRank", n->ncclCommInitRank, missing);
   resolve(handle, "ncclAllGather", n->ncclAllGather, missing);
+  resolve(handle, "ncclBroadcast", n->ncclBroadcast, missing);
   resolve(handle, "ncclGroupStart", n->ncclGroupStart, missing);
   resolve(handle, "ncclGroupEnd", n->ncclGroupEnd, missing);
   resolve(handle, "ncclCommGetAsyncError", n->ncclCommGetAsyncError, missing);
@@ -65,7 +70,8 @@ NcclLibrary::~NcclLibrary() {
 Result<NcclLibrary*> NcclLibrary::open() {
   // Opened once for the process and kept: communicators outlive any caller.
   static const Result<NcclLibrary*> opened = []() -> Result<NcclLibrary*> {
-    auto loaded = load(kLibrary);
+    const char* chosen = std::getenv("DSV41_NCCL_LIBRARY");
+    auto loaded = load(chosen && *chosen ? chosen : kLibrary);
     if (!loaded.is_ok()) return loaded.status();
     return std::move(loaded).value().release();
   }();

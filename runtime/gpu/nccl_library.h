@@ -33,9 +33,12 @@ class NcclLibrary {
  public:
   // The process's NCCL: libnccl.so.2 opened and every function resolved, once; later calls return the
   // same answer. Without it: "libnccl.so.2: not found (NCCL is needed only for ranks on several GPUs)".
+  // DSV41_NCCL_LIBRARY, when set, names the file to open instead (a path to a libnccl.so.2).
   static Result<NcclLibrary*> open();
   // The same from an explicit file name or path, not shared (tests, a bundled copy).
   static Result<std::unique_ptr<NcclLibrary>> load(const std::string& library);
+  // A table with no library behind it and every entry null: tests fill in the entries (a fake NCCL).
+  static std::unique_ptr<NcclLibrary> unloaded() { return std::unique_ptr<NcclLibrary>(new NcclLibrary()); }
   ~NcclLibrary();
 
   // OK, or "<call>: ncclSystemError: <NCCL's text>".
@@ -47,6 +50,7 @@ class NcclLibrary {
   using GetUniqueIdFn = int (*)(nccl::UniqueId*);
   using CommInitRankFn = int (*)(nccl::Comm*, int, nccl::UniqueId, int);
   using AllGatherFn = int (*)(const void*, void*, size_t, int, nccl::Comm, CUstream);
+  using BroadcastFn = int (*)(const void*, void*, size_t, int, int, nccl::Comm, CUstream);  // ..., datatype, root, ...
   using GroupFn = int (*)();
   using CommGetAsyncErrorFn = int (*)(nccl::Comm, int*);
   using CommFn = int (*)(nccl::Comm);
@@ -56,6 +60,7 @@ class NcclLibrary {
   GetUniqueIdFn ncclGetUniqueId = nullptr;
   CommInitRankFn ncclCommInitRank = nullptr;
   AllGatherFn ncclAllGather = nullptr;
+  BroadcastFn ncclBroadcast = nullptr;
   GroupFn ncclGroupStart = nullptr;
   GroupFn ncclGroupEnd = nullptr;
   CommGetAsyncErrorFn ncclCommGetAsyncError = nullptr;

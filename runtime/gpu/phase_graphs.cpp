@@ -1,4 +1,4 @@
-// runtime/gpu/phase_graphs.cpp — segments split at host-side exchanges, stream capture, replay and eager launches.
+// runtime/gpu/phase_graphs.cpp — segments split at host-side exchanges (captured ones stay inside), stream capture, replay and eager launches.
 #include "runtime/gpu/phase_graphs.h"
 
 #include <utility>
@@ -31,9 +31,16 @@ void PhaseGraphs::skip_op(const std::string& op) {
     if (c.call->op == op) c.launches = false;
 }
 
-Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, const CallObserver* observer) {
+Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange,
+                                 const CallObserver* observer) {
   for (size_t i = segment.begin; i < segment.end; ++i) {
     const BoundCall& c = calls_[i];
+    if (c.captured != BoundCall::Host::None) {
+      const Status enqueued = c.captured == BoundCall::Host::Sum
+                                  ? exchange.enqueue_sum(rank_, c.x, phase_->rows * c.width, c.staging, stream)
+                                  : exchange.enqueue_gather(rank_, c.x, phase_->rows, c.widths, c.staging, stream);
+      if (!enqueued.is_ok()) return enqueued.with_context(where(i));
+    }
     if (!c.launches) continue;
     if (observer) DSV41_TRY((*observer)(i, false));
     const Status launched = launcher_->launch(*c.call, env_, c.bindings, stream);
@@ -43,7 +50,7 @@ Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, const 
   return Status::ok();
 }
 
-Status PhaseGraphs::build(CUstream stream, bool graphs) {
+Status PhaseGraphs::build(CUstream stream, bool graphs, DeviceExchange& exchange) {
   segments_.clear();
   for (size_t i = 0; i < calls_.size(); ++i)
     if (i == 0 || calls_[i].host != BoundCall::Host::None) segments_.push_back({i, i});
@@ -57,7 +64,7 @@ Status PhaseGraphs::build(CUstream stream, bool graphs) {
     // Thread-local capture: the other ranks' threads keep making their own (uncaptured) calls meanwhile.
     DSV41_TRY(driver_->check(driver_->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                              fmt::format("cuStreamBeginCapture_v2(phase {})", phase_->name)));
-    const Status launched = launch_range(s, stream);
+    const Status launched = launch_range(s, stream, exchange);
     CUgraph graph = nullptr;
     const Status ended = driver_->check(driver_->cuStreamEndCapture(stream, &graph),
                                         fmt::format("cuStreamEndCapture(phase {})", phase_->name));
@@ -86,7 +93,7 @@ Status PhaseGraphs::replay(CUstream stream, DeviceExchange& exchange, bool eager
       if (!exchanged.is_ok()) return exchanged.with_context(where(s.begin));
     }
     if (eager || observer) {
-      DSV41_TRY(launch_range(s, stream, observer));
+      DSV41_TRY(launch_range(s, stream, exchange, observer));
     } else if (s.exec) {
       DSV41_TRY(driver_->check(driver_->cuGraphLaunch(s.exec, stream),
                                fmt::format("cuGraphLaunch(phase {}, calls {}..{})", phase_->name, s.begin, s.end - 1)));

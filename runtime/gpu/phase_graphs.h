@@ -18,15 +18,18 @@
 
 namespace dsv41::gpu {
 
-// A call as the device runs it: its kernel's bindings, and the host-side exchange that runs before
-// the kernel when the world's exchange cannot be captured.
+// A call as the device runs it: its kernel's bindings, and the exchange that runs before the kernel:
+// on the host (`host`, between graph segments) when the world's exchange cannot be captured, or
+// enqueued on the stream inside the graph (`captured`, NCCL) when it can.
 struct BoundCall {
   enum class Host : uint8_t { None, Sum, Gather };
   const Call* call = nullptr;
   LaunchBindings bindings;
   Host host = Host::None;
+  Host captured = Host::None;
   bool launches = true;            // false: the host gather wrote `out` itself, no kernel follows
   CUdeviceptr x = 0, out = 0;      // the exchange's buffers
+  CUdeviceptr staging = 0;         // captured: the all-gathered partials (the gather kernel's x)
   int64_t width = 0;               // exchange_sum: floats per row; exchange_gather: this rank's width
   std::vector<int64_t> widths;     // exchange_gather: every rank's width
 };
@@ -37,8 +40,8 @@ struct BoundCall {
 using CallObserver = std::function<Status(size_t call, bool after)>;
 
 // The graphs of one phase. A segment starts at call 0 and at every call with a host-side exchange,
-// so a replay is: [host exchange] graph, [host exchange] graph, ... With an exchange that is
-// captured (world 1 here, NCCL later) a phase is one graph.
+// so a replay is: [host exchange] graph, [host exchange] graph, ... With no exchange (world 1) or a
+// captured one (NCCL: enqueued before its call's kernel, inside the segment) a phase is one graph.
 class PhaseGraphs {
  public:
   PhaseGraphs(CudaDriver& driver, KernelLauncher& launcher, const Phase& phase, CallEnv env, int rank)
@@ -55,13 +58,14 @@ class PhaseGraphs {
   // whose kernel would read the other ranks' blocks). Before build.
   void skip_op(const std::string& op);
   // Splits the calls into segments and, with `graphs`, captures each on `stream` (capture does not
-  // execute) and instantiates it.
-  Status build(CUstream stream, bool graphs);
+  // execute) and instantiates it; captured exchanges are enqueued through `exchange` while capturing.
+  Status build(CUstream stream, bool graphs, DeviceExchange& exchange);
   // Runs the phase on `stream`: graph replays, or each call launched when `eager` (the same
   // launches in the same order, so both give the same bits). Host exchanges synchronise `stream`.
   // An `observer` makes the run eager and is called around each launch.
   Status replay(CUstream stream, DeviceExchange& exchange, bool eager, const CallObserver* observer = nullptr);
   size_t graph_count() const;
+  size_t segment_count() const { return segments_.size(); }
 
  private:
   struct Segment {
@@ -69,7 +73,8 @@ class PhaseGraphs {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
   };
-  Status launch_range(const Segment& segment, CUstream stream, const CallObserver* observer = nullptr);
+  Status launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange,
+                      const CallObserver* observer = nullptr);
   Status host_exchange(const BoundCall& call, CUstream stream, DeviceExchange& exchange);
   std::string where(size_t i) const;
 

@@ -27,35 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// 40 ids: longer than the window (16) and than index_topk (8) compressed entries at ratio 2.
-std::vector<int32_t> prompt() {
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 40; ++i) ids.push_back(3 + (i * 97) % 1270);
-  return ids;
-}
-constexpr int kDecoded = 32;
-
-// Plans every rank of `world` for target h200 into DIR/rank{N}.fb.
-void plan_world(const fs::path& pack, int world, DType activations, const fs::path& dir) {
-  ServingSettings settings;
-  settings.context = 128;
-  settings.slots = 2;
-  settings.prefill_rows = {16};
-  settings.decode_rows = {1};
-  settings.activations = activations;
-  plan_h200(pack, world, settings, dir);
-}
-
-GenerateOptions options_for(const fs::path& programs, const fs::path& pack) {
-  GenerateOptions o;
-  o.program_dir = programs.string();
-  o.model_dir = pack.string();
-  o.prompt = prompt();
-  o.max_tokens = kDecoded;
-  o.stop_at_eos = false;
-  return o;
-}
-
 Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log, std::vector<int> devices = {}) {
   gpu::CudaBackendOptions cuda;
   cuda.model_dir = o.model_dir;
@@ -67,12 +38,6 @@ Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log, st
     return std::unique_ptr<Backend>(std::move(backend));
   };
   return generate(o);
-}
-
-float max_abs(const std::vector<float>& v) {
-  float m = 0;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return m;
 }
 
 class CudaGenerate : public ::testing::Test {

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -53,6 +54,38 @@ void plan_h200(const std::filesystem::path& pack, int world, const ServingSettin
     ASSERT_TRUE(plan.is_ok()) << "world " << world << " rank " << rank << ": " << plan.status().message();
     test::write_bytes(dir / ("rank" + std::to_string(rank) + ".fb"), plan->program);
   }
+}
+
+void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir) {
+  ServingSettings settings;
+  settings.context = 128;
+  settings.slots = 2;
+  settings.prefill_rows = {16};
+  settings.decode_rows = {1};
+  settings.activations = activations;
+  plan_h200(pack, world, settings, dir);
+}
+
+std::vector<int32_t> prompt() {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back(3 + (i * 97) % 1270);
+  return ids;
+}
+
+GenerateOptions options_for(const std::filesystem::path& programs, const std::filesystem::path& pack) {
+  GenerateOptions o;
+  o.program_dir = programs.string();
+  o.model_dir = pack.string();
+  o.prompt = prompt();
+  o.max_tokens = kDecoded;
+  o.stop_at_eos = false;
+  return o;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
 }
 
 }  // namespace dsv41::cuda_test

@@ -4,6 +4,10 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "runtime/generate.h"
 
 #include "compiler/plan/serving_settings.h"
 #include "runtime/gpu/cuda_driver.h"
@@ -24,5 +28,17 @@ std::string kernel_cache_dir();
 // DIR/rank{N}.fb, compiling into kernel_cache_dir(); a failure is reported through gtest.
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
                const std::filesystem::path& dir);
+
+// plan_h200 with the CUDA backend tests' settings: context 128, 2 slots, prefill segments of 16,
+// decode bucket 1, activations as given.
+void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir);
+
+float max_abs(const std::vector<float>& v);
+
+// 40 ids: longer than the window (16) and than index_topk (8) compressed entries at ratio 2.
+std::vector<int32_t> prompt();
+constexpr int kDecoded = 32;
+// Greedy generation of prompt() for kDecoded tokens (eos ignored) on the programs in `programs`.
+GenerateOptions options_for(const std::filesystem::path& programs, const std::filesystem::path& pack);
 
 }  // namespace dsv41::cuda_test

@@ -86,6 +86,31 @@ TEST(Control, JoinsCarriesCommandsAndStops) {
   closer.join();
 }
 
+// The NCCL unique id goes from rank 0 to every follower over the control connection, byte for byte.
+TEST(Control, ShareCommIdHandsRankZerosIdToEveryFollower) {
+  auto world = join_world(3, free_port());
+  for (auto& c : world) ASSERT_TRUE(c.is_ok()) << c.status().message();
+  std::vector<uint8_t> id(128);
+  for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<uint8_t>(i * 37 + 11);
+  std::vector<std::future<Result<std::vector<uint8_t>>>> shared;
+  for (int r = 0; r < 3; ++r)
+    shared.push_back(std::async(std::launch::async, [&, r] {
+      return world[r].value()->share_comm_id(r == 0 ? id : std::vector<uint8_t>(128, 0));
+    }));
+  for (int r = 0; r < 3; ++r) {
+    auto got = shared[r].get();
+    ASSERT_TRUE(got.is_ok()) << "rank " << r << ": " << got.status().message();
+    EXPECT_EQ(*got, id) << "rank " << r;
+  }
+  // A follower expecting an id of another size refuses it, naming rank 0 and both sizes.
+  ASSERT_TRUE(world[0].value()->broadcast(FrameType::CommId, PayloadWriter().raw(std::vector<uint8_t>(5, 1)).take()).is_ok());
+  auto refused = world[1].value()->share_comm_id(std::vector<uint8_t>(128, 0));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("rank 0"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("CommId of 5 bytes, expected 128"), std::string::npos)
+      << refused.status().message();
+}
+
 // Rank 0 heartbeats each follower from the moment it joins, so an early follower outlives the
 // watchdog while a late one is still starting.
 TEST(Control, ALateFollowerDoesNotTripTheEarlyOnesWatchdog) {

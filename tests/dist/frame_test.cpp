@@ -33,13 +33,13 @@ TEST(Frame, HeaderRefusesGarbageNamingThePeerAndValue) {
 
   auto old_version = encode_header(FrameType::Stop, 0);
   old_version[4] = 7;
-  EXPECT_EQ(refusal(old_version), "rank 2 (127.0.0.1:5): control protocol version 7, this rank speaks 1 (ranks of "
+  EXPECT_EQ(refusal(old_version), "rank 2 (127.0.0.1:5): control protocol version 7, this rank speaks 2 (ranks of "
                                   "different builds?)");
 
   for (uint16_t bad : {uint16_t{0}, uint16_t{kLastFrameType + 1}, uint16_t{0xffff}}) {
     auto unknown = encode_header(FrameType::Stop, 0);
     std::memcpy(unknown.data() + 6, &bad, 2);
-    EXPECT_EQ(refusal(unknown), fmt::format("rank 2 (127.0.0.1:5): frame type {} unknown (known: 1..11)", bad));
+    EXPECT_EQ(refusal(unknown), fmt::format("rank 2 (127.0.0.1:5): frame type {} unknown (known: 1..12)", bad));
   }
 
   EXPECT_EQ(refusal(encode_header(FrameType::ExchangeSum, kMaxFramePayload)).find("exceeds"), std::string::npos)

@@ -12,11 +12,14 @@
 #include "runtime/dist/control.h"
 #include "runtime/dist/socket.h"
 #include "runtime/generate.h"
+#include "tests/dist/rank_process_runner.h"
 #include "tests/runtime/runtime_fixtures.h"
 
 namespace dsv41 {
 namespace {
 
+using test::RankProcess;
+using test::rank_args;
 using Clock = std::chrono::steady_clock;
 const std::vector<int32_t> kPrompt = {5, 6, 7, 8, 9, 10, 300, 301, 1000, 17, 4};
 
@@ -49,56 +52,6 @@ void expect_in_process_tokens(int world, int64_t segment) {
 TEST(RankProcesses, WorldTwoGivesTheInProcessTokens) { expect_in_process_tokens(2, 0); }
 // Token by token through decode.r1, and an uneven split (world 3 of the tiny model).
 TEST(RankProcesses, WorldThreeGivesTheInProcessTokens) { expect_in_process_tokens(3, 1); }
-
-// One rank process with stderr in a file; exit status collected by wait().
-struct RankProcess {
-  pid_t pid = -1;
-  test::fs::path err;
-  int status = 0;
-  Clock::time_point ended;
-
-  void start(const std::vector<std::string>& args, const test::fs::path& err_path) {
-    err = err_path;
-    test::write_file(err_path, "");  // exists before the child runs: the test may read it at once
-    pid = fork();
-    if (pid == 0) {
-      FILE* f = freopen(err_path.c_str(), "a", stderr);
-      (void)f;
-      FILE* o = freopen("/dev/null", "w", stdout);
-      (void)o;
-      std::vector<std::string> all = {test::dsv41rt_path()};
-      all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (std::string& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  // Waits up to `limit_ms`; false (and the process killed) when it is still running.
-  bool wait(int limit_ms) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(limit_ms);
-    while (Clock::now() < deadline) {
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        ended = Clock::now();
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return false;
-  }
-  int exit_code() const { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-  std::string stderr_text() const { return test::read_file(err); }
-};
-
-std::vector<std::string> rank_args(std::vector<std::string> args, int rank, int world, int port) {
-  for (std::string a : {std::string("--rank"), std::to_string(rank), std::string("--world"), std::to_string(world),
-                        std::string("--master"), "127.0.0.1:" + std::to_string(port)})
-    args.push_back(a);
-  return args;
-}
 
 // Kills `victim` of a world of 3 mid-decode (rank 0 pauses 100 ms per step and announces it, so the
 // kill lands between steps 3 and 40); every other rank must exit within 2 s with the documented
@@ -192,6 +145,20 @@ TEST(RankProcesses, LaunchWithoutAWorldIsAUsageError) {
   const test::CommandResult run = test::run_dsv41rt({"launch", "generate", "/nonexistent", "--model", "/nonexistent"});
   EXPECT_EQ(run.exit_code, 2) << run.describe();
   EXPECT_NE(run.err.find("give --world W (CPU ranks) or --gpus 0,1,..."), std::string::npos) << run.describe();
+}
+
+// --gpus takes one comma-separated token: COMMAND and its arguments reach every rank (here they fail on
+// the missing folder, which shows they arrived); a malformed list is a usage error.
+TEST(RankProcesses, LaunchGpusTakesOneListAndLeavesTheCommandToTheRanks) {
+  const test::CommandResult run =
+      test::run_dsv41rt({"launch", "--gpus", "0,1", "generate", "/nonexistent-w2", "--model", "/nonexistent",
+                         "--prompt-ids", "1", "--max-tokens", "1"});
+  EXPECT_EQ(run.exit_code, 1) << run.describe();
+  EXPECT_NE(run.err.find("rank 1: /nonexistent-w2"), std::string::npos) << run.describe();
+  const test::CommandResult bad = test::run_dsv41rt({"launch", "--gpus", "0,x", "generate", "/nonexistent-w2"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("--gpus 0,x: expected GPU ordinals separated by commas, e.g. 0,1"), std::string::npos)
+      << bad.describe();
 }
 
 // SIGTERM to the launcher reaches every rank; the launcher ends with the first rank's signal.

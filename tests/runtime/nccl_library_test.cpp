@@ -12,7 +12,8 @@ TEST(NcclLibrary, AMissingLibraryIsAClearError) {
   auto loaded = NcclLibrary::load("libdsv41-no-such-nccl.so.2");
   ASSERT_FALSE(loaded.is_ok());
   EXPECT_EQ(loaded.status().message(),
-            "libdsv41-no-such-nccl.so.2: not found (NCCL is needed only for ranks on several GPUs)");
+            "libdsv41-no-such-nccl.so.2: not found (NCCL is needed only for ranks on several GPUs; add the folder "
+            "holding libnccl.so.2 to LD_LIBRARY_PATH, or set DSV41_NCCL_LIBRARY=/path/to/libnccl.so.2)");
 }
 
 TEST(NcclLibrary, OpenAnswersOnceEitherWay) {
@@ -22,7 +23,9 @@ TEST(NcclLibrary, OpenAnswersOnceEitherWay) {
   auto again = NcclLibrary::open();
   ASSERT_EQ(first.is_ok(), present != nullptr) << first.status().message();
   if (!first.is_ok()) {
-    EXPECT_EQ(first.status().message(), "libnccl.so.2: not found (NCCL is needed only for ranks on several GPUs)");
+    EXPECT_EQ(first.status().message(), "libnccl.so.2: not found (NCCL is needed only for ranks on several GPUs; add the "
+                                        "folder holding libnccl.so.2 to LD_LIBRARY_PATH, or set "
+                                        "DSV41_NCCL_LIBRARY=/path/to/libnccl.so.2)");
     EXPECT_EQ(again.status().message(), first.status().message());
     return;
   }

@@ -1,0 +1,96 @@
+// runtime/gpu/cuda_rank_backend.cpp — one CUDA rank process: device, NCCL id over the control connection, communicator, watch, session.
+#include "runtime/gpu/cuda_rank_backend.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace dsv41::gpu {
+
+Result<std::unique_ptr<CudaRankBackend>> CudaRankBackend::open(const CudaRankOptions& options) {
+  DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
+  DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
+  if (options.cuda.device < 0 || options.cuda.device >= count)
+    return Status::errorf("--device {}: this process sees {} CUDA device{} (0..{}; `launch --gpus` shows each rank only "
+                          "its own GPU, as device 0)",
+                          options.cuda.device, count, count == 1 ? "" : "s", count - 1);
+  DSV41_TRY(driver->use_device(options.cuda.device));
+  DSV41_ASSIGN_OR_RETURN(std::string arch, driver->device_arch());
+  return std::unique_ptr<CudaRankBackend>(new CudaRankBackend(*driver, options, std::move(arch)));
+}
+
+CudaRankBackend::~CudaRankBackend() { close(); }
+
+void CudaRankBackend::close() {
+  if (nccl_exchange_ && options_.time_exchanges) {
+    const NcclExchange::Timing& t = nccl_exchange_->timing();
+    std::fprintf(stderr, "dsv41-rt: rank %d: %lld NCCL exchanges took %.3f ms (%.1f us each, host-timed, --eager)\n",
+                 rank_, static_cast<long long>(t.exchanges), t.seconds * 1e3,
+                 t.exchanges ? t.seconds * 1e6 / static_cast<double>(t.exchanges) : 0.0);
+  }
+  nccl_exchange_ = nullptr;
+  exchange_.reset();  // before the communicator it uses
+  live_comm_ = nullptr;
+  comm_.reset();
+}
+
+Status CudaRankBackend::join_communicator(int rank, int world, dist::Control& control) {
+  // NVLink SHARP (multicast) stays off unless asked for; every connection is made at init, not during
+  // the first captured collective; captured collectives do not register the session's buffers (the
+  // session frees them before the communicator goes). Defaults only: the user's environment wins.
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+  setenv("NCCL_GRAPH_REGISTER", "0", 0);
+  DSV41_ASSIGN_OR_RETURN(NcclLibrary * nccl, NcclLibrary::open());
+  nccl::UniqueId id{};
+  if (control.leader()) DSV41_TRY(nccl->check(nccl->ncclGetUniqueId(&id), "ncclGetUniqueId"));
+  const std::vector<uint8_t> mine(reinterpret_cast<const uint8_t*>(&id), reinterpret_cast<const uint8_t*>(&id) + sizeof id);
+  DSV41_ASSIGN_OR_RETURN(const std::vector<uint8_t> shared, control.share_comm_id(mine));
+  std::memcpy(&id, shared.data(), sizeof id);
+  DSV41_ASSIGN_OR_RETURN(comm_, NcclComm::init(*nccl, id, rank, world));
+  live_comm_ = comm_.get();
+  const int grace_ms = options_.nccl_error_grace_ms;
+  comm_->watch(options_.nccl_poll_ms, [this, &control, rank, grace_ms](const std::string& reason) {
+    // A dead peer is the control connection's to report (it ends this process with exit 3 meanwhile).
+    std::this_thread::sleep_for(std::chrono::milliseconds(grace_ms));
+    control.fail(dist::rank_reason(rank, reason));
+    if (NcclComm* comm = live_comm_.load()) comm->abort();  // this rank's waits end with an error, and it exits naming the reason
+  });
+  DSV41_ASSIGN_OR_RETURN(NcclExchange::SumKernel sum, NcclExchange::load_sum_kernel(driver_));
+  auto exchange = std::make_unique<NcclExchange>(*comm_, std::move(sum));
+  if (options_.time_exchanges) exchange->time_exchanges(driver_);
+  nccl_exchange_ = exchange.get();
+  exchange_ = std::move(exchange);
+  return Status::ok();
+}
+
+Result<std::unique_ptr<RankSession>> CudaRankBackend::create(const ProgramFile& program, dist::Control& control) {
+  const int world = program.program().world();
+  rank_ = program.program().rank();
+  if (options_.time_exchanges && !options_.cuda.eager)
+    return Status::error("--time-exchanges needs --eager: a replayed graph cannot be timed exchange by exchange");
+  if (world > 1) {
+    DSV41_TRY(join_communicator(rank_, world, control));
+  } else {
+    exchange_ = std::make_unique<HostStagedExchange>(driver_, 1);  // world 1 makes no exchange
+  }
+  GpuSessionOptions session_options;
+  session_options.model_dir = options_.cuda.model_dir;
+  session_options.eager = options_.cuda.eager;
+  session_options.synthetic_seed = options_.cuda.synthetic_seed;
+  session_options.load.progress = options_.cuda.log;
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
+                         GpuSession::create(program, session_options, driver_, *exchange_));
+  if (options_.cuda.log) {
+    std::fprintf(options_.cuda.log, "%s\n", session->boot_report().c_str());
+    std::fflush(options_.cuda.log);
+  }
+  return std::unique_ptr<RankSession>(std::move(session));
+}
+
+void CudaRankBackend::abort(const std::string&) {
+  if (NcclComm* comm = live_comm_.load()) comm->abort();
+}
+
+}  // namespace dsv41::gpu
