@@ -13,6 +13,7 @@
 #include "compiler/synth/synth_pack.h"
 #include "compiler/tokens/engram_token_map.h"
 #include "runtime/generate.h"
+#include "tests/reference/reference_model.h"
 #include "tests/support/test_support.h"
 
 namespace dsv41 {
@@ -134,9 +135,41 @@ TEST(EngramEndToEnd, SegmentSizesAgreeThroughTheLookback) {
   }
 }
 
-// Engram is in the forward: every logits row differs from the same model with its gates forced off
-// (q_weight ⊙ k_weight = 0 gives g = sigmoid(0) = 0.5, not 0, so instead the programs are compared
-// against the map-less plan, which the runtime refuses to run: the refusal names the missing map).
+// The independent reference (tests/reference, its own Engram from the architecture notes) gives the
+// same logits for the prompt and the generated tokens, in check mode.
+TEST(EngramEndToEnd, CpuBackendMatchesTheReference) {
+  auto one = run(1, 0);
+  ASSERT_TRUE(one.is_ok()) << one.status().message();
+  auto model = reference::ReferenceModel::load(worlds().pack.string());
+  ASSERT_TRUE(model.is_ok()) << model.status().message();
+  std::vector<std::string> warnings;
+  auto map = model_engram_token_map(model->config(), worlds().pack.string(), &warnings);
+  ASSERT_TRUE(map.is_ok() && map->has_value());
+  std::vector<int32_t> ids = prompt();
+  ids.insert(ids.end(), one->tokens.begin(), one->tokens.end() - 1);
+  reference::ForwardOptions options;
+  options.rounding = reference::Rounding::None;
+  options.engram_token_map = &(*map)->compressed;
+  auto logits = model->forward(ids, options);
+  ASSERT_TRUE(logits.is_ok()) << logits.status().message();
+  GenerateResult reference;
+  reference.logits = std::move(logits).value();
+  const double worst = worst_row_diff(*one, reference);
+  std::printf("[measured] dsv41-tiny-engram check mode world 1 vs reference: max |diff|/max|logit| %.3g\n", worst);
+  EXPECT_LT(worst, kTolerance);
+  // Engram acts: the same reference with every compressed id moved changes the logits.
+  std::vector<int32_t> shifted = (*map)->compressed;
+  for (int32_t& id : shifted) id = (id + 1) % 1070;
+  options.engram_token_map = &shifted;
+  auto moved = model->forward(ids, options);
+  ASSERT_TRUE(moved.is_ok()) << moved.status().message();
+  GenerateResult other;
+  other.logits = std::move(moved).value();
+  EXPECT_GT(worst_row_diff(reference, other), 10 * kTolerance) << "Engram rows do not reach the logits";
+}
+
+// A program planned from a folder without tokenizer.json plans (its Engram calls carry an empty map)
+// but does not run: the refusal names the missing map.
 TEST(EngramEndToEnd, ProgramWithoutTokenMapIsRefusedAtRunTime) {
   auto dir = worlds().world(1, false);
   ASSERT_TRUE(dir.is_ok()) << dir.status().message();
