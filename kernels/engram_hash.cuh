@@ -4,8 +4,8 @@
 // Launch (common/kernel_launch_engram.cpp): block 32 threads, grid (R): one block per row; thread
 // k < layers·(max_n − 1)·heads computes output column k. A token before the step comes from the
 // slot's lookback ring (entry q mod window), one in the step from the row q − p before it. A token
-// outside the map, a position back beyond the ring, or a slot outside the lookback reports
-// ERR_TOKEN / ERR_STATICS and the row's ids are written as 0.
+// outside the map (or an empty map) reports ERR_TOKEN, inconsistent statics or a slot outside the
+// lookback ERR_STATICS; the row's ids are then 0. Inactive rows get 0.
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -31,14 +31,20 @@ __device__ __forceinline__ void engram_hash(Rows rows, Statics statics, State lo
   if (r >= rows) return;
   int* dst = static_cast<int*>(out) + r * width;
   const int slot = row_slot(statics, r);
-  bool ok = slot >= 0 && slot_in(slot, lookback) && pad_token >= 0 && pad_token < token_map_count;
-  // Compressed ids of the row's tokens, newest first; −1 once a token is missing (it blocks older ones).
+  bool ok = slot >= 0;
+  // Compressed ids of the row's tokens, newest first (the pad's once a position is before the start).
   long long ids[max_n];
   if (ok) {
     const long long p = row_position(statics, r), first = row_first(statics, r);
     const long long p0 = first >= 0 && first <= r ? row_position(statics, first) : -1;
-    if (p < 0 || p0 < 0 || p0 > p) ok = false;
-    const int* ring = reinterpret_cast<const int*>(slot_base(lookback, slot));
+    if (p < 0 || p0 < 0 || p0 > p || !slot_in(slot, lookback)) {
+      ok = false;
+      if (threadIdx.x == 0) report_error(errors, ERR_STATICS);
+    } else if (pad_token < 0 || pad_token >= token_map_count) {
+      ok = false;
+      if (threadIdx.x == 0) report_error(errors, ERR_TOKEN);
+    }
+    const int* ring = ok ? reinterpret_cast<const int*>(slot_base(lookback, slot)) : nullptr;
     bool blocked = false;
     for (long long s = 0; s < max_n && ok; ++s) {
       const long long q = p - s;
@@ -47,11 +53,11 @@ __device__ __forceinline__ void engram_hash(Rows rows, Statics statics, State lo
       if (!blocked) token = q >= p0 ? row_token(statics, r - s) : ring[q % window];
       if (!blocked && (token < 0 || token >= token_map_count)) {
         ok = false;
+        if (threadIdx.x == 0) report_error(errors, ERR_TOKEN);
         break;
       }
       ids[s] = token_map[blocked ? pad_token : token];
     }
-    if (!ok && threadIdx.x == 0) report_error(errors, ERR_TOKEN);
   }
   for (long long k = threadIdx.x; k < width; k += engram_hash_detail::kThreads) {
     if (!ok) {
