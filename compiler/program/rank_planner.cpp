@@ -26,8 +26,6 @@ Result<ModelInputs> ModelInputs::read(const std::string& model_dir) {
   DSV41_ASSIGN_OR_RETURN(inputs.config, parse_model_config(inputs.config_json, path));
   DSV41_ASSIGN_OR_RETURN(inputs.pack, PackIndex::open(model_dir));
   DSV41_ASSIGN_OR_RETURN(inputs.match, match_pack(inputs.config, inputs.pack));
-  // The Engram layout: each table's primes must sum to its engram_num_embeddings (refused naming both).
-  if (inputs.config.has_engram()) DSV41_TRY(engram_layer_hashes(inputs.config).status().with_context(path));
   return inputs;
 }
 
@@ -66,6 +64,10 @@ Result<std::vector<CompiledKernel>> compile_rank_kernels(const KernelPlan& kerne
 Result<PlanOptions> resolve_options(const ModelInputs& inputs, const PlanOptions& options) {
   PlanOptions resolved = options;
   DSV41_ASSIGN_OR_RETURN(resolved.settings, resolve_settings(inputs.config, options.settings));
+  // The Engram layout before any emission: each table's primes must sum to its engram_num_embeddings
+  // and the multipliers must be known (refusals naming both numbers). After the token map's check,
+  // which dsv41c plan runs first, so a wrong compressed count is reported as such.
+  if (inputs.config.has_engram()) DSV41_TRY(engram_layer_hashes(inputs.config).status());
   return resolved;
 }
 
