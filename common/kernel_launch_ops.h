@@ -36,7 +36,8 @@ Result<int64_t> arg_rows(const Call& call, const CallEnv& env, const std::string
 #define DSV41_LAUNCH_OPS(X)                                                                          \
   X(embed) X(hc_pre_init) X(hc_mix) X(hc_collapse_norm) X(hc_post) X(linear) X(grouped_linear)       \
   X(rmsnorm) X(rope) X(compress) X(index_select) X(sparse_attention) X(window_store) X(exchange_sum) \
-  X(exchange_gather) X(router) X(moe_experts) X(shared_expert)
+  X(exchange_gather) X(router) X(moe_experts) X(shared_expert)                                      \
+  X(engram_hash) X(engram_lookback) X(engram_gather) X(engram_gate)
 
 #define DSV41_DECLARE_LAUNCH(op) Result<LaunchDims> launch_##op(const Call& call, const CallEnv& env);
 DSV41_LAUNCH_OPS(DSV41_DECLARE_LAUNCH)

@@ -46,6 +46,15 @@ std::vector<OpSpec> build_specs() {
        {{"x", S}, {"ids", S}, {"weights", S}, {"w1", WL}, {"w3", WL}, {"w2", WL}, {"limit", F}, {"out", S}}},
       {"shared_expert", {"hidden", "width"},
        {{"x", S}, {"w1", W}, {"w3", W}, {"w2", W}, {"limit", F}, {"out", S}}},
+      // Engram (docs/ops.md "Engram"): hash of every Engram layer, lookback store, row gather, gate.
+      {"engram_hash", {"layers", "max_n", "heads", "window"},
+       {{"statics", SX}, {"lookback", ST}, {"token_map", IL}, {"pad_token", I}, {"multipliers", IL},
+        {"primes", IL}, {"offsets", IL}, {"out", S}}},
+      {"engram_lookback", {"window"}, {{"statics", SX}, {"lookback", ST}}},
+      {"engram_gather", {"columns", "head_dim", "row_width"},
+       {{"statics", SX}, {"ids", S}, {"first_column", I}, {"layer", I}, {"table", W}, {"out", S}}},
+      {"engram_gate", {"hidden", "streams"},
+       {{"x", S}, {"kv", S}, {"q_weight", W}, {"k_weight", W}, {"eps", F}, {"out", S}}},
   };
 }
 

@@ -19,6 +19,8 @@ out=fixtures/golden/fingerprints-release.txt
 {
   echo "# Call-list fingerprints of the release config (header-only release-format pack, 8 shards),"
   echo "# default settings, target none. Written by tools/regen_goldens.sh; do not edit by hand."
+  echo "# Engram is emitted (engram_hash, engram_lookback, engram_gather, linear, engram_gate); the pack has"
+  echo "# no tokenizer.json, so the hash calls carry an empty token map (docs/model.md §8)."
   echo "# Line: w<world> rank<rank> <phase> <hash>"
   for world in 1 2 3 4; do
     "$dsv41c" plan "$work/pack" --world "$world" --rank all --out "$work/w$world" --quiet
@@ -32,6 +34,7 @@ for world in 1 2 3 4; do
   {
     echo "# Kernel variants each rank of world $world needs: dsv41c aot-needs of the release config"
     echo "# (header-only release-format pack, 8 shards), default settings, --target h200 --json."
+    echo "# Engram is emitted: its kernels (engram_*) are among the variants."
     echo "# Written by tools/regen_goldens.sh; do not edit by hand. The JSON follows these lines."
     "$dsv41c" aot-needs "$work/pack" --world "$world" --target h200 --json
   } > "fixtures/golden/aot-needs-release-w$world.json"

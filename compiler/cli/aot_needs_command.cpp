@@ -6,7 +6,6 @@
 #include "compiler/kernels/aot_needs.h"
 #include "compiler/cli/commands.h"
 #include "compiler/cli/settings_flags.h"
-#include "compiler/emit/unemitted_parts.h"
 
 namespace dsv41::cli {
 namespace {
@@ -21,8 +20,6 @@ Status list_needs(const NeedsFlags& f) {
   DSV41_ASSIGN_OR_RETURN(ModelInputs inputs, ModelInputs::read(f.model_dir));
   DSV41_TRY(check_world(inputs.config, f.world));
   DSV41_ASSIGN_OR_RETURN(AotNeeds needs, aot_needs(inputs, options));
-  for (const std::string& w : unemitted_parts(inputs.config))
-    std::fprintf(stderr, "dsv41c: warning: %s\n", w.c_str());
   for (const std::string& w : needs.warnings) std::fprintf(stderr, "dsv41c: warning: %s\n", with_flag_names(w).c_str());
   const std::string text = f.json ? aot_needs_json(needs) : aot_needs_text(needs);
   std::fwrite(text.data(), 1, text.size(), stdout);

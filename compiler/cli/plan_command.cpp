@@ -9,7 +9,6 @@
 #include "common/program_file.h"
 #include "compiler/cli/commands.h"
 #include "compiler/cli/settings_flags.h"
-#include "compiler/emit/unemitted_parts.h"
 #include "compiler/tokens/engram_token_map.h"
 #include "compiler/program/program_summary.h"
 #include "compiler/program/rank_planner.h"
@@ -20,7 +19,7 @@ namespace {
 struct PlanFlags : ModelFlags {
   std::string rank = "all", out = ".", target = "none", cache;
   double memory_gib = 0;
-  bool quiet = false;
+  bool quiet = false, accept_map_count = false;
   int jobs = 0;
 };
 
@@ -51,9 +50,10 @@ Status plan_ranks(const PlanFlags& f) {
   DSV41_ASSIGN_OR_RETURN(std::vector<int> ranks, ranks_of(f.rank, f.world));
   DSV41_ASSIGN_OR_RETURN(ModelInputs inputs, ModelInputs::read(f.model_dir));
   DSV41_TRY(check_world(inputs.config, f.world));
-  std::vector<std::string> warnings = unemitted_parts(inputs.config);
+  std::vector<std::string> warnings;
   // Refused before any planning: a token map that is not the trained one gives wrong Engram rows.
-  DSV41_TRY(model_engram_token_map(inputs.config, f.model_dir, &warnings).status());
+  DSV41_ASSIGN_OR_RETURN(auto map, model_engram_token_map(inputs.config, f.model_dir, &warnings, f.accept_map_count));
+  if (map) inputs.engram_token_map = std::move(map->compressed);
   DSV41_ASSIGN_OR_RETURN(options.settings, settle_settings(inputs, options, &warnings));
   for (const std::string& w : warnings) std::fprintf(stderr, "dsv41c: warning: %s\n", with_flag_names(w).c_str());
   if (!f.quiet && !f.context)
@@ -98,6 +98,9 @@ Runner add_plan_command(CLI::App& app) {
   cmd->add_option("--cache", f->cache, "kernel cache folder (default: $DSV41_CACHE, else ~/.cache/dsv41)");
   cmd->add_option("--jobs", f->jobs, "parallel NVRTC compiles (default: every hardware thread)");
   cmd->add_option("--memory-gib", f->memory_gib, "device memory limit per rank in GiB (default: the target's)");
+  cmd->add_flag("--accept-engram-map-count", f->accept_map_count,
+                "plan even when the Engram token map built from tokenizer.json has another count than config\n"
+                "engram_compressed_vocab_size (a loud warning instead of the refusal; the map is used as built)");
   cmd->add_flag("--quiet", f->quiet, "print nothing on success");
   return [f]() { return run_plan(*f); };
 }

@@ -124,7 +124,9 @@ Phase PhaseEmitter::emit() {
   // The first collapse uses a one-hot pre on stream 0 (the "delayed pre" starts there).
   add(CallBuilder("hc_pre_init").k("streams", c.hc_mult).k("mix", c.mix_hc)
           .scratch("out", buffer("mix.ffn", DType::F32, {c.mix_hc})));
+  emit_engram_hash();
   for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
+    if (c.layers[layer].engram) emit_engram(layer);
     emit_attention(layer);
     emit_ffn(layer);
   }

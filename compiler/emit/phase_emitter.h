@@ -1,11 +1,13 @@
 // compiler/emit/phase_emitter.h — writes one phase's call list: the whole forward of one rank for R rows.
 #pragma once
 
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "common/call_list.h"
+#include "common/engram_hash.h"
 #include "common/model_config.h"
 #include "common/rank_share.h"
 #include "compiler/plan/state_layout.h"
@@ -40,6 +42,8 @@ struct EmitInputs {
   std::vector<int64_t> vocab_widths;  // every rank's vocabulary rows, for the logits gather
   std::unordered_map<std::string, int> weight_index;  // tensor name -> index in weights.tensors
   DType activations = DType::BF16;  // what the model's bf16 values are stored as (F32: check mode)
+  std::vector<EngramLayerHash> engram;       // one per engram_layer_ids entry, in that order
+  std::span<const int32_t> engram_token_map;  // empty: not built (no tokenizer.json)
 };
 
 class PhaseEmitter {
@@ -60,6 +64,8 @@ class PhaseEmitter {
   void emit_indexer(const std::string& p, int layer);
   void emit_attention_output(const std::string& p, int layer);
   void emit_ffn(int layer);
+  void emit_engram_hash();
+  void emit_engram(int layer);
   void emit_head();
   // A sublayer's mHC front ("attn" or "ffn"): its mix into mix.<sublayer>, then the streams collapsed
   // with the previous sublayer's pre and normed into x.norm. Returns the mix buffer.

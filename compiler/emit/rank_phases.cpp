@@ -6,9 +6,15 @@
 namespace dsv41 {
 
 CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, const WeightPlan& weights,
-                          const ServingSettings& settings) {
+                          const ServingSettings& settings, std::span<const int32_t> engram_token_map) {
   const StateLayout state = plan_state_layout(config, settings.context, settings.activations, settings.draft_tokens);
   EmitInputs inputs{config, share, weights, state, {}, {}, settings.activations};
+  inputs.engram_token_map = engram_token_map;
+  if (config.has_engram()) {
+    auto hashes = engram_layer_hashes(config);
+    DSV41_CHECK(hashes.is_ok());  // ModelInputs::read refused a config whose primes disagree
+    inputs.engram = std::move(hashes).value();
+  }
   inputs.weight_index.reserve(weights.tensors.size());
   for (size_t i = 0; i < weights.tensors.size(); ++i) inputs.weight_index.emplace(weights.tensors[i].name, static_cast<int>(i));
   for (int r = 0; r < share.world; ++r) inputs.vocab_widths.push_back(split_evenly(config.vocab_blocks, share.world, r).size() * kColumnBlock);

@@ -33,7 +33,11 @@ std::string ledger_text(const MemoryLedger& m) {
   text += fmt::format("  activations          {:>12}\n", gib_text(m.activations));
   text += fmt::format("  device total         {:>12}", gib_text(m.total));
   text += m.limit ? fmt::format("  of {}\n", gib_text(m.limit)) : std::string("  (no limit checked)\n");
-  if (m.weights_host) text += fmt::format("  host tables          {:>12}  (Engram, in host memory)\n", gib_text(m.weights_host));
+  if (m.weights_host)
+    text += fmt::format("  host tables          {:>12}  (Engram: mapped read-only from the shards once per host, shared by "
+                        "every rank process; not in device memory)\n  host rows a token    {:>12} bytes (copied to the "
+                        "device each step)\n",
+                        gib_text(m.weights_host), m.host_copy_per_row);
   return text;
 }
 

@@ -13,6 +13,9 @@ struct MemoryLedger {
   // Device bytes of the weights in their stored formats (weights and scales), each tensor rounded up
   // to kDeviceTensorAlignment; host tables in their stored bytes.
   uint64_t weights_replicated = 0, weights_split = 0, weights_host = 0;
+  // Stored bytes of host-table rows one phase row reads (Engram: every layer's columns, codes and
+  // scales), what a GPU backend copies per token from the host mapping to the device.
+  uint64_t host_copy_per_row = 0;
   uint64_t state_per_slot = 0, state = 0;
   uint64_t activations = 0;
   uint64_t total = 0;  // device bytes: weights not on the host + state + activations

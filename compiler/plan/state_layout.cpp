@@ -39,6 +39,10 @@ StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activ
     used = append_buffer(layout.buffers, used, p + "index_cache", activations, {entries, c.index_head_dim});
     if (role.ratio >= 2) used = append_buffer(layout.buffers, used, p + "tail", DType::F32, {tail_rows(role.ratio, draft_tokens), 2 * c.head_dim});
   }
+  // Engram's lookback: the raw token ids of the last `sliding_window` positions, entry p mod W, so the
+  // hash of a step's first rows can read the max_n − 1 tokens before it and a sequence rewound by its
+  // length reads back exactly what the window rings do.
+  if (c.has_engram()) used = append_buffer(layout.buffers, used, "engram.lookback", DType::I32, {c.sliding_window});
   layout.bytes_per_slot = (used + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   return layout;
 }

@@ -15,7 +15,8 @@ struct StateLayout {
   int index_of(const std::string& name) const;  // -1 when absent
 };
 
-// Names: "L{n}.ring", and on kv sources "L{n}.cache", "L{n}.index_cache", "L{n}.tail" (ratio >= 2).
+// Names: "L{n}.ring", and on kv sources "L{n}.cache", "L{n}.index_cache", "L{n}.tail" (ratio >= 2);
+// "engram.lookback" (I32 [sliding_window] token ids) when the config has Engram layers.
 // `activations` replaces BF16 for cache rows (F32 in check mode). With `draft_tokens` > 0 the rings
 // and tails are longer (ring_rows, tail_rows), so rewinding rejected draft rows loses nothing.
 StateLayout plan_state_layout(const ModelConfig& config, int64_t context, DType activations = DType::BF16,

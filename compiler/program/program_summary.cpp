@@ -131,7 +131,8 @@ std::string program_text(const fb::Program& p) {
                       totals.ranges);
   text += kernels_text(p);
   text += fmt::format("  memory at context {} x {} slots:\n", p.settings()->context(), p.settings()->slots());
-  MemoryLedger ledger{m->weights_replicated(), m->weights_split(), m->weights_host(), m->state_per_slot(), m->state(),
+  MemoryLedger ledger{m->weights_replicated(), m->weights_split(), m->weights_host(), m->host_copy_per_row(),
+                      m->state_per_slot(), m->state(),
                       m->activations(), m->total(), m->limit()};
   return text + ledger_text(ledger);
 }

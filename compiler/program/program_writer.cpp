@@ -62,7 +62,8 @@ std::vector<uint8_t> build_program(const ModelInputs& inputs, const PlanOptions&
   const auto kernels_vec = b.CreateVector(kernels);
   const MemoryLedger& m = plan.ledger;
   const auto ledger = fb::CreateMemoryLedger(b, m.weights_replicated, m.weights_split, m.weights_host,
-                                             m.state_per_slot, m.state, m.activations, m.total, m.limit);
+                                             m.state_per_slot, m.state, m.activations, m.total, m.limit,
+                                             m.host_copy_per_row);
   fb::ProgramBuilder program(b);
   program.add_format_version(kProgramFormatVersion);
   program.add_config_json(config_json);

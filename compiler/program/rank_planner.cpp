@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/engram_hash.h"
 #include "common/hashing.h"
 #include "compiler/emit/rank_phases.h"
 #include "compiler/program/program_writer.h"
@@ -37,6 +38,8 @@ uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options)
   for (int64_t rows : options.settings.decode_rows) h.add_i64(rows);
   // Only when drafting: programs planned without it keep the digests they always had.
   if (options.settings.draft_tokens) h.add_i64(options.settings.draft_tokens);
+  if (!inputs.engram_token_map.empty())
+    h.add(hash_bytes(inputs.engram_token_map.data(), inputs.engram_token_map.size() * sizeof(int32_t)));
   return h.digest();
 }
 
@@ -63,6 +66,10 @@ Result<std::vector<CompiledKernel>> compile_rank_kernels(const KernelPlan& kerne
 Result<PlanOptions> resolve_options(const ModelInputs& inputs, const PlanOptions& options) {
   PlanOptions resolved = options;
   DSV41_ASSIGN_OR_RETURN(resolved.settings, resolve_settings(inputs.config, options.settings));
+  // The Engram layout before any emission: each table's primes must sum to its engram_num_embeddings
+  // and the multipliers must be known (refusals naming both numbers). After the token map's check,
+  // which dsv41c plan runs first, so a wrong compressed count is reported as such.
+  if (inputs.config.has_engram()) DSV41_TRY(engram_layer_hashes(inputs.config).status());
   return resolved;
 }
 
@@ -80,7 +87,7 @@ Result<std::vector<KernelPlan>> bind_every_rank(const ModelInputs& inputs, const
         continue;
       }
       const WeightPlan weights = slice_weights(inputs.match, inputs.pack, *share);
-      CallLists calls = emit_call_lists(inputs.config, *share, weights, options.settings);
+      CallLists calls = emit_call_lists(inputs.config, *share, weights, options.settings, inputs.engram_token_map);
       results[rank] = plan_kernels(calls, weights, options.target, rank);
     }
   };
@@ -133,7 +140,7 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& request
   DSV41_ASSIGN_OR_RETURN(plan.share, plan_share(inputs.config, options.world, rank));
   plan.weights = slice_weights(inputs.match, inputs.pack, plan.share);
   const uint64_t limit = options.memory_limit ? options.memory_limit : options.target.device_memory;
-  plan.calls = emit_call_lists(inputs.config, plan.share, plan.weights, options.settings);
+  plan.calls = emit_call_lists(inputs.config, plan.share, plan.weights, options.settings, inputs.engram_token_map);
   DSV41_ASSIGN_OR_RETURN(plan.kernels, plan_kernels(plan.calls, plan.weights, options.target, rank));
   if (!plan.kernels.refusals.empty())
     return Status::errorf("{} (dsv41c plan settles the settings first and drops optional prefill sizes that do not fit)",
@@ -142,6 +149,9 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& request
   for (const Phase& phase : plan.calls.phases)
     arena = std::max<uint64_t>(arena, phase.arena_bytes + phase.rows * kStaticsFields * sizeof(int32_t));
   plan.ledger = build_ledger(plan.weights, plan.calls.state_bytes_per_slot, options.settings.slots, arena, limit);
+  const ModelConfig& c = inputs.config;
+  plan.ledger.host_copy_per_row = static_cast<uint64_t>(c.engram_layer_ids.size() * c.engram_columns *
+                                                        (c.engram_head_dim + c.engram_head_dim / kScaleBlock));
   const std::string limit_source =
       options.memory_limit ? "setting memory_limit" : fmt::format("target {} device memory", options.target.name);
   DSV41_TRY(check_fits(plan.ledger, plan.share, limit_source));

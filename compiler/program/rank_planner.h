@@ -23,6 +23,10 @@ struct ModelInputs {
   ModelConfig config;
   PackIndex pack;
   PackMatch match;  // the pack checked against the config's inventory
+  // Engram's token map (token id → compressed id) from the folder's tokenizer.json, built by the
+  // caller (compiler/tokens/, which links ICU); empty when the config has no Engram or the folder no
+  // tokenizer.json. It goes into the programs' Engram hash calls.
+  std::vector<int32_t> engram_token_map;
   static Result<ModelInputs> read(const std::string& model_dir);
 };
 

@@ -99,6 +99,13 @@ std::string engram_token_key(const text::Tokenizer& tokenizer, int32_t id) {
   return norm.empty() ? text : norm;
 }
 
+Status count_mismatch(const EngramTokenMap& map, int64_t vocab, int64_t expected, const std::string& source) {
+  return Status::errorf(
+      "{}: the Engram token map of ids 0..{} has {} compressed ids, but config "
+      "engram_compressed_vocab_size is {}",
+      source, vocab - 1, map.count, expected);
+}
+
 Result<EngramTokenMap> build_engram_token_map(const text::Tokenizer& tokenizer, int64_t vocab, int64_t expected,
                                               const std::string& source) {
   EngramTokenMap map;
@@ -110,16 +117,13 @@ Result<EngramTokenMap> build_engram_token_map(const text::Tokenizer& tokenizer, 
     map.compressed[id] = it->second;
   }
   map.count = static_cast<int64_t>(ids.size());
-  if (map.count != expected)
-    return Status::errorf(
-        "{}: the Engram token map of ids 0..{} has {} compressed ids, but config "
-        "engram_compressed_vocab_size is {}",
-        source, vocab - 1, map.count, expected);
+  if (expected >= 0 && map.count != expected) return count_mismatch(map, vocab, expected, source);
   return map;
 }
 
 Result<std::optional<EngramTokenMap>> model_engram_token_map(const ModelConfig& config, const std::string& model_dir,
-                                                             std::vector<std::string>* warnings) {
+                                                             std::vector<std::string>* warnings,
+                                                             bool accept_count_mismatch) {
   if (!config.has_engram()) return std::optional<EngramTokenMap>();
   const std::string path = (std::filesystem::path(model_dir) / "tokenizer.json").string();
   if (!std::filesystem::exists(path)) {
@@ -130,8 +134,15 @@ Result<std::optional<EngramTokenMap>> model_engram_token_map(const ModelConfig& 
     return std::optional<EngramTokenMap>();
   }
   DSV41_ASSIGN_OR_RETURN(text::Tokenizer tokenizer, text::Tokenizer::load(path));
-  DSV41_ASSIGN_OR_RETURN(EngramTokenMap map, build_engram_token_map(tokenizer, config.vocab_size,
-                                                                    config.engram_compressed_vocab_size, path));
+  DSV41_ASSIGN_OR_RETURN(EngramTokenMap map, build_engram_token_map(tokenizer, config.vocab_size, -1, path));
+  if (map.count != config.engram_compressed_vocab_size) {
+    const Status mismatch = count_mismatch(map, config.vocab_size, config.engram_compressed_vocab_size, path);
+    if (!accept_count_mismatch) return mismatch;
+    // Planned on request, never silently: compressed ids past the trained count hash to rows the
+    // trained model never saw, so the logits of such tokens' n-grams are not the release's.
+    warnings->push_back(mismatch.message() + " (accepted by request: the map is used as built, not forced to the "
+                        "config's count; Engram rows of n-grams with the extra ids differ from the trained model's)");
+  }
   return std::optional<EngramTokenMap>(std::move(map));
 }
 

@@ -27,14 +27,17 @@ std::string engram_token_key(const text::Tokenizer& tokenizer, int32_t id);
 std::string engram_normalize(const std::string& utf8);
 
 // The map over ids 0..vocab−1 (ids the tokenizer lacks decode to "" and share that key). Refuses a
-// count other than `expected` (engram_compressed_vocab_size), naming both and the tokenizer source.
+// count other than `expected` (engram_compressed_vocab_size), naming both and the tokenizer source;
+// `expected` < 0 skips the check.
 Result<EngramTokenMap> build_engram_token_map(const text::Tokenizer& tokenizer, int64_t vocab, int64_t expected,
                                               const std::string& source);
 
 // The model's token map for a config with Engram layers, from MODEL_DIR/tokenizer.json, checked against
 // engram_compressed_vocab_size; nullopt for a config without Engram or a folder without tokenizer.json
-// (a header-only pack), in which case `warnings` says the map was not checked.
+// (a header-only pack), in which case `warnings` says the map was not checked. A count other than
+// engram_compressed_vocab_size is refused naming both, unless `accept_count_mismatch` (then a warning).
 Result<std::optional<EngramTokenMap>> model_engram_token_map(const ModelConfig& config, const std::string& model_dir,
-                                                             std::vector<std::string>* warnings);
+                                                             std::vector<std::string>* warnings,
+                                                             bool accept_count_mismatch = false);
 
 }  // namespace dsv41

@@ -48,6 +48,11 @@ class SessionCallContext final : public OpContext {
     return arg ? session_.weights_.view(arg->ints[0]) : WeightView{};
   }
 
+  HostTableView host_table(const std::string& name) const override {
+    const Arg* arg = find(name, ArgKind::Weight);
+    return arg ? session_.host_tables_.view(arg->ints[0]) : HostTableView{};
+  }
+
   std::vector<WeightView> weights(const std::string& name) const override {
     std::vector<WeightView> out;
     if (const Arg* arg = call_.find_arg(name); arg && arg->kind == ArgKind::WeightList)
@@ -99,10 +104,6 @@ Result<std::unique_ptr<CpuSession>> CpuSession::create(const ProgramFile& file, 
   auto config = parse_model_config(p.config_json()->str(), file.source() + ": embedded config.json");
   if (!config.is_ok()) return config.status();
   s->config_ = std::move(config).value();
-  if (s->config_.has_engram())
-    return Status::errorf("{}: config engram_layer_ids [{}]: Engram is not implemented by the runtime yet "
-                          "(the CPU runtime serves configs with engram_layer_ids empty)",
-                          file.source(), fmt::join(s->config_.engram_layer_ids, ", "));
   s->rank_ = p.rank();
   s->world_ = p.world();
   s->slots_ = p.settings()->slots();
@@ -120,9 +121,19 @@ Result<std::unique_ptr<CpuSession>> CpuSession::create(const ProgramFile& file, 
   DSV41_TRY(pack->check_data_present().with_context(model_dir));
 
   s->calls_ = std::move(calls);
-  auto weights = WeightStore::load(p, model_dir, referenced_weights(s->calls_));
+  // Host-resident tables are mapped, never loaded (nor dequantized): their rows are read per step.
+  std::vector<int64_t> loaded, mapped;
+  for (int64_t index : referenced_weights(s->calls_)) {
+    const bool host = index >= 0 && p.weights() && index < static_cast<int64_t>(p.weights()->size()) &&
+                      p.weights()->Get(static_cast<uint32_t>(index))->host_resident();
+    (host ? mapped : loaded).push_back(index);
+  }
+  auto weights = WeightStore::load(p, model_dir, loaded);
   if (!weights.is_ok()) return weights.status().with_context(model_dir);
   s->weights_ = std::move(weights).value();
+  auto tables = HostTables::map(p, model_dir, mapped);
+  if (!tables.is_ok()) return tables.status().with_context(model_dir);
+  s->host_tables_ = std::move(tables).value();
 
   const uint64_t per_slot = s->calls_.state_bytes_per_slot;
   try {

@@ -10,6 +10,7 @@
 #include "common/program_calls.h"
 #include "common/program_file.h"
 #include "common/status.h"
+#include "runtime/cpu/host_tables.h"
 #include "runtime/cpu/op_context.h"
 #include "runtime/cpu/weight_store.h"
 #include "runtime/rank_session.h"
@@ -20,7 +21,7 @@ class CpuSession final : public RankSession {
  public:
   // Reads the program's call lists, checks the model folder is the pack it was planned from (digest,
   // data present), loads every weight a call names, and allocates the slots' state (zeroed) and one
-  // arena per phase. Refuses configs the runtime cannot serve yet (Engram). `exchange` must outlive
+  // arena per phase; host-resident tables (Engram) are memory-mapped, not loaded. `exchange` must outlive
   // the session and be shared by all ranks of the world.
   static Result<std::unique_ptr<CpuSession>> create(const ProgramFile& program, const std::string& model_dir,
                                                     Exchange& exchange);
@@ -60,6 +61,7 @@ class CpuSession final : public RankSession {
   int64_t context_ = 0;
   CallLists calls_;
   WeightStore weights_;
+  HostTables host_tables_;
   std::vector<uint8_t> state_;  // slots_ blocks of calls_.state_bytes_per_slot
   std::vector<std::vector<uint8_t>> arenas_;  // one per phase, reused between runs
 };

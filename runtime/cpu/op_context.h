@@ -42,6 +42,15 @@ struct WeightView {
   std::string name;
 };
 
+// A host-resident table (Engram) in its stored format: e4m3 codes [rows, dim] and UE8M0 scales
+// [rows, dim/32], memory-mapped read-only from the shards (runtime/cpu/host_tables.h).
+struct HostTableView {
+  const uint8_t* codes = nullptr;
+  const uint8_t* scales = nullptr;
+  int64_t rows = 0, dim = 0;
+  std::string name;
+};
+
 // All ranks of a world call these collectively, in the same order; every rank gets the same bits.
 class Exchange {
  public:
@@ -63,6 +72,11 @@ class OpContext {
   virtual TensorView state(const std::string& arg, int slot) const = 0;
   virtual WeightView weight(const std::string& arg) const = 0;
   virtual std::vector<WeightView> weights(const std::string& arg) const = 0;
+  // A Weight argument naming a host-resident table; codes null when it is not one (or not mapped).
+  virtual HostTableView host_table(const std::string& arg) const {
+    (void)arg;
+    return {};
+  }
   virtual Exchange& exchange() const = 0;
   virtual int rank() const = 0;
   virtual int world() const = 0;

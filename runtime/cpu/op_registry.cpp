@@ -26,6 +26,10 @@ constexpr std::pair<std::string_view, OpFunction> kCpuOps[] = {
     {"router", op_router},
     {"moe_experts", op_moe_experts},
     {"shared_expert", op_shared_expert},
+    {"engram_hash", op_engram_hash},
+    {"engram_lookback", op_engram_lookback},
+    {"engram_gather", op_engram_gather},
+    {"engram_gate", op_engram_gate},
 };
 
 }  // namespace

@@ -30,6 +30,10 @@ Status op_exchange_gather(const OpContext& ctx);
 Status op_router(const OpContext& ctx);
 Status op_moe_experts(const OpContext& ctx);
 Status op_shared_expert(const OpContext& ctx);
+Status op_engram_hash(const OpContext& ctx);
+Status op_engram_lookback(const OpContext& ctx);
+Status op_engram_gather(const OpContext& ctx);
+Status op_engram_gate(const OpContext& ctx);
 
 // ---- argument checks: each refusal names the op, the argument and the sizes ----
 

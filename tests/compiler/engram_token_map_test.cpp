@@ -94,5 +94,27 @@ TEST(EngramTokenMap, TinyEngramFixtureIsConsistent) {
   EXPECT_NE(warnings[0].find("absent, so the Engram token map is not built"), std::string::npos) << warnings[0];
 }
 
+// The plan-time check on a model folder: a config whose engram_compressed_vocab_size is not the map's
+// count is refused naming both; --accept-engram-map-count turns that into a warning, and the map is
+// kept as built (never forced to the config's number).
+TEST(EngramTokenMap, ModelFolderCountMismatchIsRefusedOrAcceptedLoudly) {
+  const std::string dir = std::string(DSV41_SOURCE_DIR) + "/fixtures/dsv41-tiny-engram";
+  auto config = load_model_config(dir + "/config.json");
+  ASSERT_TRUE(config.is_ok()) << config.status().message();
+  config->engram_compressed_vocab_size = 1071;
+  std::vector<std::string> warnings;
+  auto refused = model_engram_token_map(*config, dir, &warnings);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("has 1070 compressed ids, but config engram_compressed_vocab_size is 1071"),
+            std::string::npos)
+      << refused.status().message();
+  auto accepted = model_engram_token_map(*config, dir, &warnings, true);
+  ASSERT_TRUE(accepted.is_ok()) << accepted.status().message();
+  ASSERT_TRUE(accepted->has_value());
+  EXPECT_EQ((*accepted)->count, 1070);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("accepted by request"), std::string::npos) << warnings[0];
+}
+
 }  // namespace
 }  // namespace dsv41

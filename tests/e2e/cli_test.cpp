@@ -137,9 +137,9 @@ TEST(Cli, ReleaseWorld4SharesAndARankPlannedAloneIsIdentical) {
   const CommandResult r = plan(dir / "pack", 4, dir / "all", {"--target", "h200", "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.out, "") << "--quiet";
-  // Engram is in the release config but not emitted yet: --quiet or not, plan says so on stderr.
-  EXPECT_NE(r.err.find("warning: config engram_layer_ids [1, 14]: Engram is NOT emitted yet"), std::string::npos)
-      << r.err;
+  // Engram is emitted; the header-only pack has no tokenizer.json: --quiet or not, plan says the
+  // token map was not built (the runtime refuses such programs' Engram calls).
+  EXPECT_NE(r.err.find("tokenizer.json: absent, so the Engram token map is not built"), std::string::npos) << r.err;
   const std::vector<json> experts = {{0, 640}, {640, 1280}, {1280, 1792}, {1792, 2304}};
   const std::vector<json> vocab = {{0, 32384}, {32384, 64768}, {64768, 97024}, {97024, 129280}};
   for (int rank = 0; rank < 4; ++rank) {
@@ -157,7 +157,8 @@ TEST(Cli, ReleaseWorld4SharesAndARankPlannedAloneIsIdentical) {
 
 // With the release's tokenizer.json beside the pack, plan builds the Engram token map first and refuses
 // a count other than engram_compressed_vocab_size, naming both (docs/model.md "Engram" says why this
-// fixture's tokenizer gives 99,510, not the release's 99,092).
+// fixture's tokenizer gives 99,510, not the release's 99,092); --accept-engram-map-count plans with a
+// loud warning instead.
 TEST(Cli, ReleaseTokenMapOfAnotherCountIsRefusedNamingBothNumbers) {
   TempDir dir;
   test::make_pack(dir / "pack", "dsv41-release", "release", 8);
@@ -166,19 +167,25 @@ TEST(Cli, ReleaseTokenMapOfAnotherCountIsRefusedNamingBothNumbers) {
   expect_refused(r, {"tokenizer.json: the Engram token map of ids 0..129279 has 99510 compressed ids, but config "
                      "engram_compressed_vocab_size is 99092"});
   EXPECT_FALSE(test::fs::exists(dir / "out" / "rank0.fb"));
+  const CommandResult accepted = plan(dir / "pack", 1, dir / "accepted", {"--quiet", "--accept-engram-map-count"});
+  ASSERT_EQ(accepted.exit_code, 0) << accepted.describe();
+  EXPECT_NE(accepted.err.find("has 99510 compressed ids, but config engram_compressed_vocab_size is 99092 (accepted "
+                              "by request"),
+            std::string::npos)
+      << accepted.err;
+  EXPECT_TRUE(test::fs::exists(dir / "accepted" / "rank0.fb"));
 }
 
-// The tiny Engram fixture with its tokenizer plans at world 3 (warning that Engram is not emitted);
+// The tiny Engram fixture with its tokenizer plans at world 3 without a warning (Engram is emitted);
 // the same pack stating another compressed vocabulary is refused before anything is planned.
-TEST(Cli, TinyEngramPlansWithAWarningAndRefusesAnotherTokenMapCount) {
+TEST(Cli, TinyEngramPlansAndRefusesAnotherTokenMapCount) {
   TempDir dir;
   test::make_pack(dir / "pack", "dsv41-tiny-engram", "bf16", 2);
   test::fs::copy_file(test::fs::path(DSV41_SOURCE_DIR) / "fixtures/dsv41-tiny-engram/tokenizer.json",
                       dir / "pack" / "tokenizer.json");
   const CommandResult r = plan(dir / "pack", 3, dir / "out", {"--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_NE(r.err.find("config engram_layer_ids [1, 2]: Engram is NOT emitted yet"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("token map is not built"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   std::string config = test::read_file(dir / "pack" / "config.json");
   const std::string stated = "\"engram_compressed_vocab_size\": 1070";
   ASSERT_NE(config.find(stated), std::string::npos);

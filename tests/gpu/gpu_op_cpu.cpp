@@ -62,6 +62,14 @@ class CheckContext final : public cpu::OpContext {
     const HostTensor& t = *inputs_.weights.at(a->ints[0]);
     return {t.values.data(), t.shape, t.name};
   }
+  // An Engram table: the stored FP8 codes and scales the GPU gets too (the CPU backend maps them).
+  cpu::HostTableView host_table(const std::string& name) const override {
+    const Arg* a = site_.call->find_arg(name);
+    if (!a || a->kind != ArgKind::Weight) return {};
+    const HostTensor& t = *inputs_.weights.at(a->ints[0]);
+    if (t.encoding != Encoding::FP8Rows || t.shape.size() != 2) return {};
+    return {t.stored.data(), t.scales.data(), t.shape[0], t.shape[1], t.name};
+  }
   std::vector<cpu::WeightView> weights(const std::string& name) const override {
     std::vector<cpu::WeightView> out;
     auto it = inputs_.lists.find(name);

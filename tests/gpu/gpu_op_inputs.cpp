@@ -47,6 +47,7 @@ std::vector<std::string> written_args(const Call& call) {
   }
   if (call.op == "compress") return {"tail", "cache", "index_cache"};
   if (call.op == "window_store") return {"ring"};
+  if (call.op == "engram_lookback") return {"lookback"};
   return {"out"};
 }
 
@@ -89,6 +90,8 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
   int64_t vocab = 1000;
   if (const Arg* t = call.find_arg("table"); t && t->kind == ArgKind::Weight)
     vocab = std::max<int64_t>(1, site.weights->tensors.at(t->ints[0]).local_shape.at(0));
+  if (const Arg* m = call.find_arg("token_map"); m && m->kind == ArgKind::IntList)
+    vocab = std::max<int64_t>(1, static_cast<int64_t>(m->ints.size()));
 
   // ---- statics: 1-3 sequences in distinct slots, a few inactive rows between or after them ----
   const int64_t inactive = R >= 4 ? rng.range(1, std::min<int64_t>(3, R / 4)) : (R >= 2 ? rng.range(0, 1) : 0);
@@ -160,6 +163,8 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
     for (int s = 0; s < l.slots; ++s) {
       std::vector<uint8_t> one(static_cast<size_t>(n * dtype_bytes(d.dtype)));
       fill_random(rng, one, d.dtype, n, -1.0f, 1.0f);
+      if (a.name == "lookback")  // Engram's ring of earlier tokens: ids the token map holds
+        for (int64_t i = 0; i < n; ++i) store_int(one, i, static_cast<int32_t>(rng.below(vocab)));
       std::memcpy(bytes.data() + s * l.stride, one.data(), one.size());
     }
     in.state_layout[a.ints[0]] = l;
@@ -235,6 +240,11 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
         }
         for (int64_t k = 0; k < width; ++k) store_int(bytes, r * width + k, static_cast<int32_t>(row_c[k]));
       }
+    } else if (call.op == "engram_gather" && a.name == "ids") {  // row ids inside the table
+      const Arg* t = call.find_arg("table");
+      if (!t) return Status::errorf("op engram_gather: ids without table");
+      const int64_t rows = site.weights->tensors.at(t->ints[0]).local_shape.at(0);
+      for (int64_t i = 0; i < n; ++i) store_int(bytes, i, static_cast<int32_t>(rng.below(rows)));
     } else {
       return Status::errorf("op {}: no input rule for the I32 argument {}", call.op, a.name);
     }

@@ -103,6 +103,10 @@ Result<ModelInputs> synth_inputs(const std::string& fixture, SynthFormat format,
   auto inputs = ModelInputs::read(dir.string());
   std::error_code ec;
   fs::remove_all(dir, ec);
+  // Header-only packs have no tokenizer.json: Engram's hash calls get a synthetic token map.
+  if (inputs.is_ok() && config.has_engram())
+    for (int64_t id = 0; id < config.vocab_size; ++id)
+      inputs->engram_token_map.push_back(static_cast<int32_t>((id * 7) % config.engram_compressed_vocab_size));
   return inputs;
 }
 
@@ -118,7 +122,7 @@ Result<std::shared_ptr<RankLists>> plan_lists(const ModelInputs& inputs, const s
   r->settings = settings;
   DSV41_ASSIGN_OR_RETURN(RankShare share, plan_share(inputs.config, world, rank));
   r->weights = slice_weights(inputs.match, inputs.pack, share);
-  r->calls = emit_call_lists(inputs.config, share, r->weights, settings);
+  r->calls = emit_call_lists(inputs.config, share, r->weights, settings, inputs.engram_token_map);
   for (const Phase& phase : r->calls.phases)
     for (const Call& call : phase.calls) {
       auto record = [&](const char* arg, int64_t ratio) {

@@ -24,6 +24,7 @@
 // Pieces: tests/gpu/gpu_op_plan.h (packs, planning, one call per variant), gpu_op_inputs.h (inputs
 // and the CPU run), gpu_op_device.h (compile, load, the GPU run), gpu_op_compare.h (tolerances).
 // This file: the two tests and the per-variant check.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -225,6 +226,14 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
     ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
     collect_tiny(*inputs, format == SynthFormat::BF16 ? "bf16" : "release-format", s.target, cases, without_kernel);
   }
+  // The Engram ops (hash, lookback, FP8-row gather, gate) from the tiny Engram fixture: its tables are
+  // FP8 rows as the release stores them (host tables are FP8 only).
+  auto engram = synth_inputs("dsv41-tiny-engram", SynthFormat::Release, 1);
+  ASSERT_TRUE(engram.is_ok()) << engram.status().message();
+  collect_tiny(*engram, "engram release-format", s.target, cases, without_kernel);
+  for (const char* op : {"engram_hash{", "engram_lookback{", "engram_gather{", "engram_gate{"})
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first.rfind(op, 0) == 0; }))
+        << op << " has no case";
   report_without_kernel(without_kernel);
   const int quantized = quantized_keys(cases);
   std::printf("tiny: %zu cases (distinct variants; experts once a row class), %d reading FP8/FP4 weights\n",

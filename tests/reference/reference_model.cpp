@@ -10,9 +10,7 @@ namespace dsv41::reference {
 Result<ReferenceModel> ReferenceModel::load(const std::string& model_dir) {
   ReferenceModel model;
   DSV41_ASSIGN_OR_RETURN(model.config_, load_model_config(model_dir));
-  if (model.config_.has_engram())
-    return Status::errorf("{}: engram_layer_ids: {} layers, the reference model does not implement Engram yet",
-                          model_dir, model.config_.engram_layer_ids.size());
+  DSV41_ASSIGN_OR_RETURN(model.engram_, engram_layouts(model.config_));
   model.wiring_ = derive_wiring(model.config_);
   DSV41_ASSIGN_OR_RETURN(model.weights_, load_model_weights(model.config_, model_dir));
   return model;
@@ -43,6 +41,16 @@ Result<std::vector<std::vector<float>>> ReferenceModel::forward(const std::vecto
   if (static_cast<int64_t>(ids.size()) > c.max_position_embeddings)
     return Status::errorf("ids: {} tokens exceed max_position_embeddings {}", ids.size(), c.max_position_embeddings);
 
+  // Engram reads every position's compressed id; the map must cover the vocabulary.
+  std::vector<int64_t> compressed;
+  int64_t pad = 0;
+  if (c.has_engram()) {
+    const std::vector<int32_t>* map = options.engram_token_map;
+    if (!map || static_cast<int64_t>(map->size()) != c.vocab_size)
+      return Status::errorf("reference: Engram needs a token map of {} ids, got {}", c.vocab_size, map ? map->size() : 0);
+    for (int32_t id : ids) compressed.push_back((*map)[id]);
+    pad = (*map)[c.engram_pad_token_id];
+  }
   const Rope ropes[3] = {Rope(c, 0), Rope(c, 1), Rope(c, 2)};
   const int64_t d_count = c.hidden_size, s_count = c.hc_mult;
   SequenceState sequence;
@@ -62,8 +70,13 @@ Result<std::vector<std::vector<float>>> ReferenceModel::forward(const std::vecto
     pre_prev[0] = 1.0f;
 
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-      // Hook point of docs/model.md §8: Engram would modify `streams` here, DSpark would tap their mean.
+      // Hook point of docs/model.md §8: Engram modifies `streams` here (DSpark would tap their mean).
       const LayerWeights& lw = w.layers[l];
+      if (lw.has_engram) {
+        size_t e = 0;
+        while (c.engram_layer_ids[e] != l) ++e;
+        DSV41_TRY(engram_apply(c, engram_[e], lw.engram, compressed, p, pad, streams));
+      }
       const AttentionContext ctx{c, w, ropes[wiring_[l].ratio], wiring_[l], l, p, sequence, row, stats};
       const HcMix attn_mix = hc_mix(c, lw.hc_attn, streams);
       const Vec a = run_attention(ctx, rms_norm(hc_collapse(c, streams, pre_prev), lw.attn_norm, c.rms_norm_eps));

@@ -7,6 +7,7 @@
 
 #include "common/model_config.h"
 #include "common/status.h"
+#include "tests/reference/reference_engram.h"
 #include "tests/reference/reference_state.h"
 #include "tests/reference/reference_weights.h"
 #include "tests/reference/reference_wiring.h"
@@ -16,12 +17,14 @@ namespace dsv41::reference {
 struct ForwardOptions {
   Rounding rounding = Rounding::BF16;  // None: the fp32 check mode of docs/model.md §2
   ReferenceStats* stats = nullptr;     // when set, counts which code paths ran
+  // Engram's token map (token id → compressed id), needed by configs with Engram layers.
+  const std::vector<int32_t>* engram_token_map = nullptr;
 };
 
 class ReferenceModel {
  public:
   // Loads every tensor of the model folder (config.json + safetensors shards) dequantized to fp32.
-  // Refuses configs with Engram layers (not modelled yet); DSpark (mtp.*) is ignored.
+  // DSpark (mtp.*) is ignored.
   static Result<ReferenceModel> load(const std::string& model_dir);
   // A model from a validated config and weights of its shapes (tests vary window and top-k sizes this way).
   static ReferenceModel assemble(ModelConfig config, ModelWeights weights);
@@ -38,6 +41,7 @@ class ReferenceModel {
   ModelConfig config_;
   std::vector<LayerWiring> wiring_;  // derived from config_'s raw fields
   ModelWeights weights_;
+  std::vector<EngramLayout> engram_;  // one per engram_layer_ids entry
 };
 
 }  // namespace dsv41::reference

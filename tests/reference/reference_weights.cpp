@@ -25,13 +25,18 @@ class TensorReader {
   Result<Matrix> matrix(const std::string& name, int64_t rows, int64_t cols) {
     return read(name, rows, cols, {rows, cols});
   }
+  // An Engram table: FP8 codes with one scale per 32 of a row (not per 32×32 tile), or BF16.
+  Result<Matrix> row_scaled(const std::string& name, int64_t rows, int64_t cols) {
+    return read(name, rows, cols, {rows, cols}, true);
+  }
   Result<Vec> vec(const std::string& name, int64_t n) {
     DSV41_ASSIGN_OR_RETURN(Matrix m, read(name, 1, n, {n}));
     return std::move(m.v);
   }
 
  private:
-  Result<Matrix> read(const std::string& name, int64_t rows, int64_t cols, const std::vector<int64_t>& shape) {
+  Result<Matrix> read(const std::string& name, int64_t rows, int64_t cols, const std::vector<int64_t>& shape,
+                      bool row_scales = false) {
     const TensorEntry* entry = pack_.find(name);
     if (!entry) return Status::errorf("{}: missing from the pack in {}", name, pack_.dir());
     Encoding encoding = Encoding::BF16;
@@ -43,8 +48,9 @@ class TensorReader {
         encoding = Encoding::Plain;
         break;
       case DType::F8_E4M3:
-        encoding = Encoding::FP8Block;
-        scale_shape = {(rows + 31) / 32, (cols + 31) / 32};
+        encoding = row_scales ? Encoding::FP8Rows : Encoding::FP8Block;
+        scale_shape = row_scales ? std::vector<int64_t>{rows, cols / 32}
+                                 : std::vector<int64_t>{(rows + 31) / 32, (cols + 31) / 32};
         break;
       case DType::I8:
         encoding = Encoding::FP4Rows;
@@ -110,9 +116,26 @@ Status load_expert(TensorReader& r, const ModelConfig& c, const std::string& pre
   return Status::ok();
 }
 
+// Engram of one layer (docs/model.md §8): the table [rows, head_dim], the projection of all columns'
+// rows to S keys and the value, and the per-stream q/k gains.
+Status load_engram(TensorReader& r, const ModelConfig& c, int64_t table_rows, const std::string& p, EngramWeights& e) {
+  const int64_t columns = (c.engram_max_ngram_size - 1) * c.engram_n_heads;
+  DSV41_ASSIGN_OR_RETURN(e.table, r.row_scaled(p + "engram.embed.weight", table_rows, c.engram_head_dim));
+  DSV41_ASSIGN_OR_RETURN(e.wkv, r.matrix(p + "engram.wkv.weight", (c.hc_mult + 1) * c.hidden_size,
+                                         columns * c.engram_head_dim));
+  DSV41_ASSIGN_OR_RETURN(e.q_weight, r.matrix(p + "engram.q_weight", c.hc_mult, c.hidden_size));
+  DSV41_ASSIGN_OR_RETURN(e.k_weight, r.matrix(p + "engram.k_weight", c.hc_mult, c.hidden_size));
+  return Status::ok();
+}
+
 Status load_layer(TensorReader& r, const ModelConfig& c, const LayerWiring& role, int64_t l, LayerWeights& w) {
   const std::string p = "layers." + std::to_string(l) + ".";
   const int64_t d = c.hidden_size, heads = c.num_attention_heads;
+  for (size_t i = 0; i < c.engram_layer_ids.size(); ++i)
+    if (c.engram_layer_ids[i] == l) {
+      w.has_engram = true;
+      DSV41_TRY(load_engram(r, c, c.engram_num_embeddings[i], p, w.engram));
+    }
   DSV41_ASSIGN_OR_RETURN(w.wq_a, r.matrix(p + "attn.wq_a.weight", c.q_lora_rank, d));
   DSV41_ASSIGN_OR_RETURN(w.q_norm, r.vec(p + "attn.q_norm.weight", c.q_lora_rank));
   DSV41_ASSIGN_OR_RETURN(w.wq_b, r.matrix(p + "attn.wq_b.weight", heads * c.head_dim, c.q_lora_rank));

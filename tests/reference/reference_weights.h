@@ -19,6 +19,12 @@ struct ExpertWeights {
   Matrix w1, w2, w3;      // [F, D], [D, F], [F, D]
 };
 
+struct EngramWeights {
+  Matrix table;             // [table rows, head_dim], dequantized
+  Matrix wkv;               // [(S + 1)·D, columns·head_dim]
+  Matrix q_weight, k_weight;  // [S, D]
+};
+
 struct LayerWeights {
   // Attention, every layer.
   Matrix wq_a, wq_b, wkv, wo_a, wo_b;
@@ -37,6 +43,9 @@ struct LayerWeights {
   std::vector<ExpertWeights> experts;
   bool has_shared = false;
   ExpertWeights shared;
+  // Engram (layers in engram_layer_ids).
+  bool has_engram = false;
+  EngramWeights engram;
 };
 
 struct ModelWeights {
