@@ -196,6 +196,20 @@ TEST(Cli, TinyEngramPlansAndRefusesAnotherTokenMapCount) {
                   "engram_compressed_vocab_size is 1071"});
 }
 
+// A config whose engram_num_embeddings disagrees with the pack's table rows is refused naming both
+// shapes (a config whose primes do not sum to it: tests/common/engram_hash_test.cpp).
+TEST(Cli, EngramTableRowsOtherThanTheConfigAreRefusedNamingBoth) {
+  TempDir dir;
+  test::make_pack(dir / "pack", "dsv41-tiny-engram", "release", 1);
+  std::string config = test::read_file(dir / "pack" / "config.json");
+  const std::string stated = "6126,";
+  ASSERT_NE(config.find(stated), std::string::npos);
+  config.replace(config.find(stated), stated.size(), "6127,");
+  test::write_file(dir / "pack" / "config.json", config);
+  expect_refused(plan(dir / "pack", 1, dir / "out", {"--quiet"}),
+                 {"layers.1.engram.embed.weight: shape [6126, 32], expected [6127, 32]"});
+}
+
 TEST(Cli, ReleaseWorld9IsRefusedNamingOGroups) {
   TempDir dir;
   test::make_pack(dir / "pack", "dsv41-release", "release", 8);
