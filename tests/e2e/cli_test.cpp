@@ -155,6 +155,16 @@ TEST(Cli, ReleaseWorld4SharesAndARankPlannedAloneIsIdentical) {
       << "rank 1 planned alone differs from rank 1 of --rank all";
 }
 
+// Replaces the first `stated` of PACK/config.json by `replacement`; false when it is not there.
+bool restate(const test::fs::path& pack, const std::string& stated, const std::string& replacement) {
+  std::string config = test::read_file(pack / "config.json");
+  const size_t at = config.find(stated);
+  if (at == std::string::npos) return false;
+  config.replace(at, stated.size(), replacement);
+  test::write_file(pack / "config.json", config);
+  return true;
+}
+
 // With the release's tokenizer.json beside the pack, plan builds the Engram token map first and refuses
 // a count other than engram_compressed_vocab_size, naming both (docs/model.md "Engram" says why this
 // fixture's tokenizer gives 99,510, not the release's 99,092); --accept-engram-map-count plans with a
@@ -186,14 +196,20 @@ TEST(Cli, TinyEngramPlansAndRefusesAnotherTokenMapCount) {
   const CommandResult r = plan(dir / "pack", 3, dir / "out", {"--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
-  std::string config = test::read_file(dir / "pack" / "config.json");
-  const std::string stated = "\"engram_compressed_vocab_size\": 1070";
-  ASSERT_NE(config.find(stated), std::string::npos);
-  config.replace(config.find(stated), stated.size(), "\"engram_compressed_vocab_size\": 1071");
-  test::write_file(dir / "pack" / "config.json", config);
+  ASSERT_TRUE(restate(dir / "pack", "\"engram_compressed_vocab_size\": 1070", "\"engram_compressed_vocab_size\": 1071"));
   expect_refused(plan(dir / "pack", 3, dir / "again", {"--quiet"}),
                  {"the Engram token map of ids 0..1279 has 1070 compressed ids, but config "
                   "engram_compressed_vocab_size is 1071"});
+}
+
+// A config whose engram_num_embeddings disagrees with the pack's table rows is refused naming both
+// shapes (a config whose primes do not sum to it: tests/common/engram_hash_test.cpp).
+TEST(Cli, EngramTableRowsOtherThanTheConfigAreRefusedNamingBoth) {
+  TempDir dir;
+  test::make_pack(dir / "pack", "dsv41-tiny-engram", "release", 1);
+  ASSERT_TRUE(restate(dir / "pack", "6126,", "6127,"));
+  expect_refused(plan(dir / "pack", 1, dir / "out", {"--quiet"}),
+                 {"layers.1.engram.embed.weight: shape [6126, 32], expected [6127, 32]"});
 }
 
 TEST(Cli, ReleaseWorld9IsRefusedNamingOGroups) {
