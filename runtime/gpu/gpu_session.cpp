@@ -43,11 +43,12 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   std::unique_ptr<GpuSession> s(new GpuSession(driver, exchange));
   DSV41_ASSIGN_OR_RETURN(ModelConfig config,
                          parse_model_config(p.config_json()->str(), file.source() + ": embedded config.json"));
-  // Engram is not computed by any backend yet (its tables stay on the host, unread). Only a synthetic
-  // boot, whose numbers mean nothing anyway, may go ahead: it measures memory and launches.
-  if (config.has_engram() && !options.synthetic_seed)
-    return Status::errorf("{}: config engram_layer_ids is not empty: Engram is not implemented by the runtime yet "
-                          "(only --synthetic-weights boots such a config, to measure memory and launches)",
+  // The CUDA backend does not run Engram yet: its tables stay host-resident and no step gathers their
+  // rows into device memory, so the Engram kernels would have no table to read (the CPU backend runs
+  // Engram; docs/cuda-backend.md).
+  if (config.has_engram())
+    return Status::errorf("{}: config engram_layer_ids is not empty: the CUDA backend does not run Engram yet "
+                          "(the CPU backend does: --backend cpu)",
                           file.source());
   // Planned for drafting, rings and compressor tails are longer than the window and the ratio and
   // are addressed by their own row count (docs/serving.md "Drafting"); the CUDA kernels still address
