@@ -16,8 +16,8 @@ constexpr int kThreads = 256;
 namespace entry {
 
 template <long long hidden, long long streams, int dtype_x, int format_q_weight, int format_k_weight, int dtype_out>
-__device__ __forceinline__ void engram_gate(Rows rows, Scratch x, Scratch kv, Weight q_weight, Weight k_weight,
-                                            Real eps, Scratch out) {
+__device__ __forceinline__ void engram_gate(Rows rows, Statics statics, Scratch x, Scratch kv, Weight q_weight,
+                                            Weight k_weight, Real eps, Scratch out) {
   static_assert(hidden >= 1 && hidden <= (1 << 20), "hidden out of range");
   static_assert(streams >= 1 && streams <= 64, "streams out of range");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an activation");
@@ -28,6 +28,7 @@ __device__ __forceinline__ void engram_gate(Rows rows, Scratch x, Scratch kv, We
   __shared__ float scratch[32];
   const long long r = blockIdx.x, i = blockIdx.y;
   if (r >= rows || i >= streams) return;
+  if (row_slot(statics, r) < 0) return;  // an inactive row is left as it is, as the CPU op does
   const long long xb = (r * streams + i) * hidden;
   const float* row_kv = static_cast<const float*>(kv) + r * (streams + 1) * hidden;
   const float* key = row_kv + i * hidden;
