@@ -134,12 +134,6 @@ TEST(ReferenceHc, SinkhornEndsOnColumnsThatSumToOne) {
   }
 }
 
-TEST(ReferenceModelLoad, RefusesEngramConfigs) {
-  auto model = ReferenceModel::load(fixture_dir("dsv41-release").string());
-  ASSERT_FALSE(model.is_ok());
-  EXPECT_NE(model.status().message().find("engram_layer_ids"), std::string::npos) << model.status().message();
-}
-
 TEST(ReferenceModel, RunsEveryAttentionPathOnTheTinyModel) {
   const ReferenceModel& model = tiny_model(SynthFormat::BF16);
   const ModelConfig& c = model.config();
