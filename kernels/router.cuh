@@ -25,6 +25,14 @@ __device__ constexpr long long static_shared_bytes(long long d, long long e) { r
 template <int FMT>
 __device__ constexpr int batch() { return FMT == WF_BF16 ? 16 : 8; }
 
+// acc[j] += w[j]·x_j, the product rounded, then the sum (no fused multiply-add: the CPU's order).
+__device__ __forceinline__ void add4(float* acc, const float* w, float4 x) {
+  acc[0] = __fadd_rn(acc[0], __fmul_rn(w[0], x.x));
+  acc[1] = __fadd_rn(acc[1], __fmul_rn(w[1], x.y));
+  acc[2] = __fadd_rn(acc[2], __fmul_rn(w[2], x.z));
+  acc[3] = __fadd_rn(acc[3], __fmul_rn(w[3], x.w));
+}
+
 // x·gate_rowᵀ as runtime/cpu/ops_common.cpp dot: partial sum k (k < 8) adds the products of columns
 // i ≡ k (mod 8) below n8 = D & ~7 in increasing i; the sum is ((a0 + a1) + (a2 + a3)) + ((a4 + a5) +
 // (a6 + a7)) + tail, the tail the remaining columns in order. Thread `half` of the pair (adjacent lanes)
@@ -43,20 +51,14 @@ __device__ __forceinline__ float pair_dot(Weight gate, long long row, const floa
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const float4 xv = *reinterpret_cast<const float4*>(xs + 8 * (g + b) + 4 * half);
-      acc[0] = __fadd_rn(acc[0], __fmul_rn(w[b][0], xv.x));
-      acc[1] = __fadd_rn(acc[1], __fmul_rn(w[b][1], xv.y));
-      acc[2] = __fadd_rn(acc[2], __fmul_rn(w[b][2], xv.z));
-      acc[3] = __fadd_rn(acc[3], __fmul_rn(w[b][3], xv.w));
+      add4(acc, w[b], xv);
     }
   }
   for (; g < groups; ++g) {
     float w[4];
     weight_vec4<FMT, kVector>(gate, row, 8ll * g + 4 * half, D, w);
     const float4 xv = *reinterpret_cast<const float4*>(xs + 8 * g + 4 * half);
-    acc[0] = __fadd_rn(acc[0], __fmul_rn(w[0], xv.x));
-    acc[1] = __fadd_rn(acc[1], __fmul_rn(w[1], xv.y));
-    acc[2] = __fadd_rn(acc[2], __fmul_rn(w[2], xv.z));
-    acc[3] = __fadd_rn(acc[3], __fmul_rn(w[3], xv.w));
+    add4(acc, w, xv);
   }
   float sum = __fadd_rn(__fadd_rn(acc[0], acc[1]), __fadd_rn(acc[2], acc[3]));
   sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
