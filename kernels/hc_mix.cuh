@@ -67,7 +67,7 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an activation (BF16, or F32 in check mode)");
   constexpr long long S = streams, M = (2 + S) * S, W = S * hidden;
   constexpr int kCols = M < 12 ? static_cast<int>(M) : 12;  // fn columns per pass (12 float4s in flight)
-  constexpr bool kVector = W % 4 == 0;                       // fn rows start 16-byte aligned
+  constexpr bool kVector = W % 4 == 0;                      // fn rows start 16-byte aligned
   using namespace hc_mix_detail;
   __shared__ float red[32];
   __shared__ float part[kWarps * kCols];

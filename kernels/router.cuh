@@ -23,7 +23,9 @@ __device__ constexpr long long static_shared_bytes(long long d, long long e) { r
 // flight on the SM at 768 threads (the release gate); other formats take 8 (their dequantization needs
 // registers: 16 spill at 768 threads).
 template <int FMT>
-__device__ constexpr int batch() { return FMT == WF_BF16 ? 16 : 8; }
+__device__ constexpr int batch() {
+  return FMT == WF_BF16 ? 16 : 8;
+}
 
 // acc[j] += w[j]·x_j, the product rounded, then the sum (no fused multiply-add: the CPU's order).
 __device__ __forceinline__ void add4(float* acc, const float* w, float4 x) {
