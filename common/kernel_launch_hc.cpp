@@ -15,8 +15,8 @@ Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
-  (void)call;  // kernels/hc_mix.cuh: one block per row
-  return one_block_per_row(env, 256);
+  (void)call;  // kernels/hc_mix.cuh: one block of 512 per row
+  return one_block_per_row(env, 512);
 }
 
 Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {

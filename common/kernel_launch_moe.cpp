@@ -1,7 +1,7 @@
 // common/kernel_launch_moe.cpp — launches of the MoE ops (router, moe_experts, shared_expert); the
 // grids match the comments atop kernels/router.cuh, kernels/moe_experts.cuh and
-// kernels/shared_expert.cuh: blocks of 256 threads (a block a row, or the grouped decode launch), no
-// dynamic shared memory.
+// kernels/shared_expert.cuh: a block a row (the router: two threads per expert), or the experts' blocks
+// of 256 threads (a block a row, or the grouped decode launch); no dynamic shared memory.
 #include <algorithm>
 
 #include "common/kernel_launch_ops.h"
@@ -38,8 +38,14 @@ LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {
 
 }  // namespace
 
+// kernels/router.cuh: a pair of threads per expert, so the whole gate streams in one pass when 2·E <= 1024;
+// whole warps (its shuffles), at least 64 threads for the top-k reductions.
+int64_t router_threads(int64_t experts) { return std::clamp<int64_t>(ceil_div(2 * experts, 32) * 32, 64, 1024); }
+
 Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
-  return per_row(env, 4 * call.constant("hidden") + 9 * call.constant("experts") + 512);
+  LaunchDims d = per_row(env, 4 * call.constant("hidden") + 9 * call.constant("experts") + 512);
+  d.block = router_threads(call.constant("experts"));
+  return d;
 }
 
 Result<LaunchDims> launch_moe_experts(const Call& call, const CallEnv& env) {

@@ -140,6 +140,33 @@ __device__ __forceinline__ float weight_at(Weight w, long long i) {
   return weight_at<FMT>(w, 0, i, 0);
 }
 
+// Row `row`, columns col0 .. col0 + 3 (col0 a multiple of 4) as fp32, the same bits as weight_at.
+// kVector (cols % 4 == 0) makes the four values one aligned load for F32, BF16 and FP8 (device tensors
+// are 256-aligned); FP4 and an unaligned row read them one at a time.
+template <int FMT, bool kVector>
+__device__ __forceinline__ void weight_vec4(Weight w, long long row, long long col0, long long cols, float* v) {
+  const long long i = row * cols + col0;
+  if constexpr (kVector && FMT == WF_BF16) {
+    const uint2 q = __ldg(reinterpret_cast<const uint2*>(static_cast<const unsigned short*>(w.data) + i));
+    v[0] = __uint_as_float(q.x << 16);  // little-endian: the lower address is the low half
+    v[1] = __uint_as_float(q.x & 0xFFFF0000u);
+    v[2] = __uint_as_float(q.y << 16);
+    v[3] = __uint_as_float(q.y & 0xFFFF0000u);
+  } else if constexpr (kVector && FMT == WF_F32) {
+    const float4 q = __ldg(reinterpret_cast<const float4*>(static_cast<const float*>(w.data) + i));
+    v[0] = q.x;
+    v[1] = q.y;
+    v[2] = q.z;
+    v[3] = q.w;
+  } else if constexpr (kVector && (FMT == WF_FP8_TILE32 || FMT == WF_FP8_ROW32)) {
+    static_assert(kFp8Vector == 4, "an FP8 vector is the four values");
+    fp8_weight_vec<FMT>(w, row, col0, cols, v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = weight_at<FMT>(w, row, col0 + k, cols);
+  }
+}
+
 // Element i of a float buffer of dtype DT (F32 or BF16) as fp32.
 template <int DT>
 __device__ __forceinline__ float load(const void* p, long long i) {
