@@ -243,15 +243,15 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
   auto engram = synth_inputs("dsv41-tiny-engram", SynthFormat::Release, 1);
   ASSERT_TRUE(engram.is_ok()) << engram.status().message();
   collect_tiny(*engram, "engram release-format", s.target, cases, without_kernel);
-  for (const char* op : {"engram_hash{", "engram_lookback{", "engram_gather{", "engram_gate{"})
-    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first.rfind(op, 0) == 0; }))
-        << op << " has no case";
   report_without_kernel(without_kernel);
   const int quantized = quantized_keys(cases);
   std::printf("tiny: %zu cases (distinct variants; experts once a row class), %d reading FP8/FP4 weights\n",
               cases.size(), quantized);
   const bool filtered = env_text("DSV41_GPU_FILTER") != nullptr;
-  if (!filtered) {
+  if (!filtered) {  // DSV41_GPU_FILTER leaves cases out on purpose
+    for (const char* op : {"engram_hash{", "engram_lookback{", "engram_gather{", "engram_gate{"})
+      EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first.rfind(op, 0) == 0; }))
+          << op << " has no case";
     EXPECT_GE(static_cast<int>(cases.size()), kTinyMinVariants);
     EXPECT_GE(quantized, kTinyMinQuantized);
   }
