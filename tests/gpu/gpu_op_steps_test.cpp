@@ -1,0 +1,53 @@
+// tests/gpu/gpu_op_steps_test.cpp — the bf16 step counter of the products' tight check, on known codes
+// (no GPU needed).
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/gpu/gpu_op_steps.h"
+
+namespace dsv41::gpu_test {
+namespace {
+
+std::vector<uint8_t> bytes_of(const std::vector<uint16_t>& codes) {
+  std::vector<uint8_t> b(codes.size() * 2);
+  std::memcpy(b.data(), codes.data(), b.size());
+  return b;
+}
+
+Bf16Steps steps_of(const std::vector<uint16_t>& cpu, const std::vector<uint16_t>& gpu) {
+  return bf16_steps(bytes_of(cpu).data(), bytes_of(gpu).data(), static_cast<int64_t>(cpu.size()));
+}
+
+TEST(GpuOpSteps, NeighboursAcrossZeroAndSignsCountAsSteps) {
+  // 1.0 (0x3F80) vs its upper neighbour; the smallest subnormals either side of zero are 2 steps
+  // apart; +0 and −0 are the same; 2.0 (0x4000) vs 1.0 is 128 steps.
+  const Bf16Steps s = steps_of({0x3F80, 0x0001, 0x0000, 0x3F80}, {0x3F81, 0x8001, 0x8000, 0x4000});
+  EXPECT_EQ(s.n, 4);
+  EXPECT_EQ(s.differ, 3);
+  EXPECT_EQ(s.max_steps, 128);
+  EXPECT_EQ(s.beyond, 1);  // the subnormal pair is 2 steps apart but within 1e-4·max|c|
+  EXPECT_FALSE(steps_report("out", s).empty());
+}
+
+TEST(GpuOpSteps, RareSingleStepsPassAndNaNMatchesOnlyNaN) {
+  std::vector<uint16_t> cpu(100, 0x3F80), gpu(100, 0x3F80);
+  gpu[7] = 0x3F7F;  // one element one step below: 1 % of the elements
+  cpu[9] = gpu[9] = 0x7FC0;  // NaN pairs are left out
+  const Bf16Steps ok = steps_of(cpu, gpu);
+  EXPECT_EQ(ok.n, 99);
+  EXPECT_EQ(ok.differ, 1);
+  EXPECT_EQ(ok.beyond, 0);
+  EXPECT_TRUE(steps_report("out", ok).empty());
+  for (int i = 0; i < 5; ++i) gpu[20 + i] = 0x3F81;  // 6 % one step off: more than the bound
+  EXPECT_FALSE(steps_report("out", steps_of(cpu, gpu)).empty());
+  gpu = cpu;
+  gpu[3] = 0x7FC0;  // NaN against a number
+  const Bf16Steps nan = steps_of(cpu, gpu);
+  EXPECT_EQ(nan.beyond, 1);
+  EXPECT_FALSE(steps_report("out", nan).empty());
+}
+
+}  // namespace
+}  // namespace dsv41::gpu_test
