@@ -55,6 +55,11 @@ Bf16Steps bf16_steps(const uint8_t* cpu, const uint8_t* gpu, int64_t n) {
 
 bool tight_bf16_op(const std::string& key) { return key.rfind("linear{", 0) == 0 || key.rfind("grouped_linear{", 0) == 0; }
 
+bool rounds_act_to_bf16(const std::string& key) {
+  const bool experts = key.rfind("moe_experts{", 0) == 0 || key.rfind("shared_expert{", 0) == 0;
+  return experts && key.find("dtype_x=bf16") != std::string::npos;
+}
+
 std::string steps_report(const std::string& what, const Bf16Steps& s) {
   const bool too_many = static_cast<double>(s.differ) > kStepsMaxDiffering * static_cast<double>(s.n);
   if (s.beyond == 0 && !too_many) return "";

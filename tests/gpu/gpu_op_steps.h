@@ -26,6 +26,8 @@ Bf16Steps bf16_steps(const uint8_t* cpu, const uint8_t* gpu, int64_t n);
 
 // Whether the op of a variant key ("op{...}") is a product whose bf16 outputs the tight check takes.
 bool tight_bf16_op(const std::string& key);
+// The experts' variants whose act (gate and up through SwiGLU) is rounded to bf16 on both sides.
+bool rounds_act_to_bf16(const std::string& key);
 
 // "" when `steps` is within the bounds above, else a report naming the counts and the bounds.
 std::string steps_report(const std::string& what, const Bf16Steps& steps);

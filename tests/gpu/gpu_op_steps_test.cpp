@@ -49,5 +49,13 @@ TEST(GpuOpSteps, RareSingleStepsPassAndNaNMatchesOnlyNaN) {
   EXPECT_FALSE(steps_report("out", nan).empty());
 }
 
+// Only the experts with bf16 activations get the wider absolute part for their F32 output.
+TEST(GpuOpSteps, OnlyBf16ExpertsRoundTheirActToBf16) {
+  EXPECT_TRUE(rounds_act_to_bf16("moe_experts{hidden=256,width=640,topk=6,dtype_x=bf16,format_w1=bf16}@sm_90a"));
+  EXPECT_TRUE(rounds_act_to_bf16("shared_expert{hidden=256,width=640,dtype_x=bf16,format_w1=fp8_tile32}@sm_90a"));
+  EXPECT_FALSE(rounds_act_to_bf16("moe_experts{hidden=256,width=640,topk=6,dtype_x=f32,format_w1=bf16}@sm_90a"));
+  EXPECT_FALSE(rounds_act_to_bf16("linear{in_features=96,dtype_x=bf16,format_w=bf16}@sm_90a"));
+}
+
 }  // namespace
 }  // namespace dsv41::gpu_test

@@ -141,7 +141,8 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
     const std::string report =
         compare_output(fmt::format("output {}{}", o.arg, o.state ? " (state, every slot)" : ""), output_dtype(site, o),
                        output_shape(site, *inputs, o), c_bytes.data(), g_bytes.data(), c_bytes.size(),
-                       o.state ? inputs->state_layout.at(o.index).stride : 0);
+                       o.state ? inputs->state_layout.at(o.index).stride : 0,
+                       rounds_act_to_bf16(c.key) ? kF32AbsAfterBf16Act : kF32Abs);
     EXPECT_TRUE(report.empty()) << report << "\n  inputs: " << inputs->description;
     // Products: the tight bf16 check (gpu_op_steps.h), and its counts printed, so that a run shows
     // the bf16 and the FP8/FP4 variants of one op side by side.
