@@ -79,8 +79,8 @@ template <long long ratio, long long head_dim, long long index_head_dim, long lo
 __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors errors, Scratch raw, Scratch gate,
                                          Weight norm, Weight wk, Weight k_norm, Real eps, Real theta,
                                          Real yarn_factor, Int yarn_original, Real beta_fast, Real beta_slow,
-                                         State tail, State cache, Int cache_rows, State index_cache,
-                                         Int index_cache_rows) {
+                                         State tail, Int tail_rows, State cache, Int cache_rows,
+                                         State index_cache, Int index_cache_rows) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(ratio >= 1 && ratio <= (1 << 16), "ratio out of range");
   static_assert(head_dim >= 1 && head_dim <= 8192, "head_dim out of range (static shared memory)");
@@ -121,24 +121,28 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
       j = p;
     } else {
       float* t = reinterpret_cast<float*>(slot_base(tail, slot));
-      const long long pm = p % ratio;
+      // Position q's raw row is tail row q mod tail_rows (tail_rows = ratio unless drafting made the
+      // tail longer, so a rewind into the open group finds its rows): the group closing at p is the
+      // rows of positions p - ratio + 1 .. p.
+      const long long pm = p % ratio, first_row = (p - (ratio - 1)) % tail_rows, row = p % tail_rows;
       // Thread d writes and later reads its own dims of the tail: no barrier needed between.
       for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
-        t[pm * 2 * Dh + d] = rawf[r * Dh + d];
-        t[pm * 2 * Dh + Dh + d] = gatef[r * Dh + d];
+        t[row * 2 * Dh + d] = rawf[r * Dh + d];
+        t[row * 2 * Dh + Dh + d] = gatef[r * Dh + d];
       }
       if (pm != ratio - 1) continue;
       for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
         float top = -__int_as_float(0x7f800000);
         for (long long k = 0; k < ratio; ++k) {
-          const float g = t[k * 2 * Dh + Dh + d];
+          const float g = t[((first_row + k) % tail_rows) * 2 * Dh + Dh + d];
           top = top < g ? g : top;  // std::max(top, g)
         }
         float total = 0.0f, acc = 0.0f;
         for (long long k = 0; k < ratio; ++k) {
-          const float e = static_cast<float>(exp(static_cast<double>(__fsub_rn(t[k * 2 * Dh + Dh + d], top))));
+          const float* tk = t + ((first_row + k) % tail_rows) * 2 * Dh;
+          const float e = static_cast<float>(exp(static_cast<double>(__fsub_rn(tk[Dh + d], top))));
           total = __fadd_rn(total, e);
-          acc = __fadd_rn(acc, __fmul_rn(e, t[k * 2 * Dh + d]));
+          acc = __fadd_rn(acc, __fmul_rn(e, tk[d]));
         }
         latent[d] = __fdiv_rn(acc, total);
       }

@@ -31,7 +31,8 @@ namespace entry {
 template <long long heads, long long head_dim, long long window, long long topk, int dtype_kv, int dtype_ring,
           int dtype_cache, int format_sink, int dtype_out>
 __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Errors errors, Scratch q, Scratch kv,
-                                                 State ring, State cache, Int cache_rows, Scratch selected,
+                                                 State ring, Int ring_rows, State cache, Int cache_rows,
+                                                 Scratch selected,
                                                  Weight sink, Real scale, Scratch out) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(heads >= 1 && heads <= 65535, "heads out of range (grid y)");
@@ -63,8 +64,8 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   const long long p = row_position(statics, r), f = row_first(statics, r);
   const bool consistent = p >= 0 && f >= 0 && f <= r && row_slot(statics, f) == slot &&
                           p - row_position(statics, f) == r - f && slot_in(slot, ring) && slot_in(slot, cache);
-  if (!consistent) {
-    if (threadIdx.x == 0) report_error(errors, ERR_STATICS);
+  if (!consistent || ring_rows < Wn) {
+    if (threadIdx.x == 0) report_error(errors, consistent ? ERR_CAPACITY : ERR_STATICS);
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) store<dtype_out>(out, out0 + d, 0.0f);
     return;
   }
@@ -76,7 +77,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   const char* ringb = slot_base(ring, slot);
   for (int j = threadIdx.x; j < nw; j += blockDim.x) {
     const long long t = t0 + j;
-    key_row[j] = t >= p0 ? kvb + (f + (t - p0)) * kRowBytes : ringb + (t % Wn) * kRowBytes;
+    key_row[j] = t >= p0 ? kvb + (f + (t - p0)) * kRowBytes : ringb + (t % ring_rows) * kRowBytes;
   }
   for (int d = threadIdx.x; d < Dh; d += blockDim.x) qh[d] = static_cast<const float*>(q)[out0 + d];
   if constexpr (K > 0) {

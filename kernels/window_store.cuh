@@ -38,12 +38,14 @@ __device__ __forceinline__ void window_store(Rows rows, Statics statics, Scratch
     if (tid == 0) report_error(errors, window > ring_rows ? ERR_CAPACITY : ERR_STATICS);
     return;
   }
-  const long long entry = position % window;
+  // The ring holds ring_rows >= window rows (more when drafting: docs/serving.md "Drafting"), position q
+  // in row q mod ring_rows, so a rewind by length finds its window intact.
+  const long long entry = position % ring_rows;
   // Superseded by a later row of the same slot landing on the same entry?
   int later = 0;
   for (long long q = r + 1 + tid; q < rows; q += T) {
     const long long pq = row_position(statics, q);
-    later |= row_slot(statics, q) == slot && pq >= 0 && pq % window == entry;
+    later |= row_slot(statics, q) == slot && pq >= 0 && pq % ring_rows == entry;
   }
   if (__syncthreads_or(later)) return;
   char* base = slot_base(ring, slot);

@@ -50,13 +50,6 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
     return Status::errorf("{}: config engram_layer_ids is not empty: the CUDA backend does not run Engram yet "
                           "(the CPU backend does: --backend cpu)",
                           file.source());
-  // Planned for drafting, rings and compressor tails are longer than the window and the ratio and
-  // are addressed by their own row count (docs/serving.md "Drafting"); the CUDA kernels still address
-  // them by window and ratio, so a rewind after a rejected draft would read overwritten rows.
-  if (p.settings()->draft_tokens() > 0)
-    return Status::errorf("{}: planned with --draft-tokens {}: the CUDA kernels do not address the longer rings "
-                          "drafting needs yet; run it on the CPU backend, or plan with --draft-tokens 0",
-                          file.source(), p.settings()->draft_tokens());
   s->rank_ = p.rank();
   s->world_ = p.world();
   s->slots_ = p.settings()->slots();
