@@ -15,20 +15,28 @@ void SocketExchange::fail(const Status& status) {
   throw ExchangeAborted(status.message());
 }
 
+void SocketExchange::send_and_await_result(FrameType type, std::vector<uint8_t> payload, const char* what,
+                                           uint64_t count, float* out) {
+  Link& leader = control_.link(0);
+  if (Status sent = leader.send(type, std::move(payload)); !sent.is_ok()) fail(sent);
+  auto frame = leader.receive(FrameType::ExchangeResult);
+  if (!frame.is_ok()) throw ExchangeAborted(frame.status().message());
+  PayloadReader r(frame->payload, leader.peer() + ": ExchangeResult of a " + what);
+  r.f32s("values", count, out);
+  if (Status s = r.finish(); !s.is_ok()) fail(s);
+}
+
+void SocketExchange::send_result(const float* out, uint64_t count) {
+  const std::vector<uint8_t> result = PayloadWriter().f32s(out, count).take();
+  for (int r = 1; r < control_.world(); ++r)
+    if (Status s = control_.link(r).send(FrameType::ExchangeResult, result); !s.is_ok()) fail(s);
+}
+
 void SocketExchange::sum(int rank, const float* x, int64_t n, float* out) {
   DSV41_CHECK(rank == control_.rank() && n >= 0);
   const uint64_t count = static_cast<uint64_t>(n);
-  if (!control_.leader()) {
-    Link& leader = control_.link(0);
-    Status sent = leader.send(FrameType::ExchangeSum, PayloadWriter().f32s(x, count).take());
-    if (!sent.is_ok()) fail(sent);
-    auto frame = leader.receive(FrameType::ExchangeResult);
-    if (!frame.is_ok()) throw ExchangeAborted(frame.status().message());
-    PayloadReader r(frame->payload, leader.peer() + ": ExchangeResult of a sum");
-    r.f32s("values", count, out);
-    if (Status s = r.finish(); !s.is_ok()) fail(s);
-    return;
-  }
+  if (!control_.leader())
+    return send_and_await_result(FrameType::ExchangeSum, PayloadWriter().f32s(x, count).take(), "sum", count, out);
   std::copy(x, x + n, out);
   std::vector<float> partial(count);
   for (int r = 1; r < control_.world(); ++r) {
@@ -41,9 +49,7 @@ void SocketExchange::sum(int rank, const float* x, int64_t n, float* out) {
     // The same order and arithmetic as InProcessExchange: rank 0's values, then + each rank in turn.
     for (uint64_t i = 0; i < count; ++i) out[i] += partial[i];
   }
-  const std::vector<uint8_t> result = PayloadWriter().f32s(out, count).take();
-  for (int r = 1; r < control_.world(); ++r)
-    if (Status s = control_.link(r).send(FrameType::ExchangeResult, result); !s.is_ok()) fail(s);
+  send_result(out, count);
 }
 
 void SocketExchange::gather(int rank, const float* x, int64_t rows, const std::vector<int64_t>& widths, float* out) {
@@ -51,17 +57,9 @@ void SocketExchange::gather(int rank, const float* x, int64_t rows, const std::v
   const int64_t total = std::accumulate(widths.begin(), widths.end(), int64_t{0});
   const uint64_t result_count = static_cast<uint64_t>(rows * total);
   if (!control_.leader()) {
-    Link& leader = control_.link(0);
     PayloadWriter w;
     w.u64(static_cast<uint64_t>(rows)).i64s(widths).f32s(x, static_cast<uint64_t>(rows * widths[rank]));
-    Status sent = leader.send(FrameType::ExchangeGather, w.take());
-    if (!sent.is_ok()) fail(sent);
-    auto frame = leader.receive(FrameType::ExchangeResult);
-    if (!frame.is_ok()) throw ExchangeAborted(frame.status().message());
-    PayloadReader r(frame->payload, leader.peer() + ": ExchangeResult of a gather");
-    r.f32s("values", result_count, out);
-    if (Status s = r.finish(); !s.is_ok()) fail(s);
-    return;
+    return send_and_await_result(FrameType::ExchangeGather, w.take(), "gather", result_count, out);
   }
   auto place = [&](int r, const float* xr) {
     const int64_t column = std::accumulate(widths.begin(), widths.begin() + r, int64_t{0});
@@ -84,9 +82,7 @@ void SocketExchange::gather(int rank, const float* x, int64_t rows, const std::v
     if (Status s = reader.finish(); !s.is_ok()) fail(s);
     place(r, columns.data());
   }
-  const std::vector<uint8_t> result = PayloadWriter().f32s(out, result_count).take();
-  for (int r = 1; r < control_.world(); ++r)
-    if (Status s = control_.link(r).send(FrameType::ExchangeResult, result); !s.is_ok()) fail(s);
+  send_result(out, result_count);
 }
 
 }  // namespace dsv41::dist

@@ -18,6 +18,11 @@ class SocketExchange : public cpu::Exchange {
 
  private:
   [[noreturn]] void fail(const Status& status);
+  // A follower's half: sends its part to rank 0 as `type` and reads `count` result values into `out`.
+  void send_and_await_result(FrameType type, std::vector<uint8_t> payload, const char* what, uint64_t count,
+                             float* out);
+  // Rank 0's last step: every follower gets the `count` values of `out`.
+  void send_result(const float* out, uint64_t count);
   Control& control_;
 };
 
