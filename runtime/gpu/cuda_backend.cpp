@@ -34,10 +34,7 @@ Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& prog
   if (program.program().world() != exchange_->world())
     return Status::errorf("{}: world {}, but the backend was opened for world {}", program.source(),
                           program.program().world(), exchange_->world());
-  {
-    std::lock_guard lock(mutex_);
-    DSV41_TRY(driver_.use_device(device_of(program.program().rank())));  // current per thread
-  }
+  DSV41_TRY(driver_.use_device(device_of(program.program().rank())));  // current on this rank's thread
   GpuSessionOptions session_options;
   session_options.model_dir = options_.model_dir;
   session_options.eager = options_.eager;

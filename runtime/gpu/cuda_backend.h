@@ -42,7 +42,7 @@ class CudaBackend final : public Backend {
   CudaDriver& driver_;
   CudaBackendOptions options_;
   std::unique_ptr<HostStagedExchange> exchange_;
-  std::mutex mutex_;       // use_device (the driver records the device it retained) and the log
+  std::mutex mutex_;       // the log
   std::mutex boot_mutex_;  // one rank's boot at a time
 };
 
