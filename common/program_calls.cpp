@@ -4,6 +4,14 @@
 #include "common/op_set.h"
 
 namespace dsv41 {
+
+const BufferDecl* buffer_of(const CallLists& lists, const Phase& phase, const Arg& a) {
+  const int64_t i = a.ints.empty() ? -1 : a.ints[0];
+  if (a.kind == ArgKind::Scratch && i >= 0 && i < static_cast<int64_t>(phase.buffers.size())) return &phase.buffers[i];
+  if (a.kind == ArgKind::State && i >= 0 && i < static_cast<int64_t>(lists.state_buffers.size()))
+    return &lists.state_buffers[i];
+  return nullptr;
+}
 namespace {
 
 using flatbuffers::FlatBufferBuilder;

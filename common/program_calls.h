@@ -15,6 +15,10 @@ struct CallLists {
   std::vector<Phase> phases;
 };
 
+// The buffer a Scratch argument names in `phase`, or a State argument in `lists`; nullptr for any other
+// argument or an index out of range (the launch environments' CallEnv::buffer).
+const BufferDecl* buffer_of(const CallLists& lists, const Phase& phase, const Arg& a);
+
 // Reads the program's call lists, checking every call against the op set and every index, buffer
 // size and offset against its bounds, so backends can trust what they get.
 Result<CallLists> read_call_lists(const fb::Program& program);

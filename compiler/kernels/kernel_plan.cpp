@@ -12,13 +12,7 @@ namespace {
 CallEnv env_of(const CallLists& calls, const Phase& phase, const WeightPlan& weights) {
   CallEnv env;
   env.rows = phase.rows;
-  env.buffer = [&calls, &phase](const Arg& a) -> const BufferDecl* {
-    const int64_t i = a.ints.empty() ? -1 : a.ints[0];
-    if (a.kind == ArgKind::Scratch && i >= 0 && i < static_cast<int64_t>(phase.buffers.size())) return &phase.buffers[i];
-    if (a.kind == ArgKind::State && i >= 0 && i < static_cast<int64_t>(calls.state_buffers.size()))
-      return &calls.state_buffers[i];
-    return nullptr;
-  };
+  env.buffer = [&calls, &phase](const Arg& a) { return buffer_of(calls, phase, a); };
   env.weight_shape = [&weights](const Arg& a) -> std::vector<int64_t> {
     const int64_t i = a.ints.empty() ? -1 : a.ints[0];
     if (i < 0 || i >= static_cast<int64_t>(weights.tensors.size())) return {};

@@ -149,13 +149,7 @@ Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, con
   env.rows = phase.rows;
   const CallLists* lists = &calls;
   const Phase* ph = &phase;
-  env.buffer = [lists, ph](const Arg& a) -> const BufferDecl* {
-    const int64_t i = a.ints.empty() ? -1 : a.ints[0];
-    if (a.kind == ArgKind::Scratch && i >= 0 && i < static_cast<int64_t>(ph->buffers.size())) return &ph->buffers[i];
-    if (a.kind == ArgKind::State && i >= 0 && i < static_cast<int64_t>(lists->state_buffers.size()))
-      return &lists->state_buffers[i];
-    return nullptr;
-  };
+  env.buffer = [lists, ph](const Arg& a) { return buffer_of(*lists, *ph, a); };
   const fb::Program* p = &program;
   env.weight_shape = [p](const Arg& a) -> std::vector<int64_t> {
     const int64_t i = a.ints.empty() ? -1 : a.ints[0];

@@ -104,13 +104,7 @@ CallEnv call_env(const CallSite& site) {
   const CallLists* lists = site.lists;
   const Phase* phase = site.phase;
   const WeightPlan* weights = site.weights;
-  env.buffer = [lists, phase](const Arg& a) -> const BufferDecl* {
-    const int64_t i = a.ints.empty() ? -1 : a.ints[0];
-    if (a.kind == ArgKind::Scratch && i >= 0 && i < static_cast<int64_t>(phase->buffers.size())) return &phase->buffers[i];
-    if (a.kind == ArgKind::State && i >= 0 && i < static_cast<int64_t>(lists->state_buffers.size()))
-      return &lists->state_buffers[i];
-    return nullptr;
-  };
+  env.buffer = [lists, phase](const Arg& a) { return buffer_of(*lists, *phase, a); };
   env.weight_shape = [weights](const Arg& a) -> std::vector<int64_t> {
     const int64_t i = a.ints.empty() ? -1 : a.ints[0];
     if (i < 0 || i >= static_cast<int64_t>(weights->tensors.size())) return {};
