@@ -17,8 +17,17 @@ constexpr int64_t kSharedPerBlock = 227 * 1024;
 constexpr int64_t kIndexChunk = 4096;    // entries scored per pass
 constexpr int64_t kIndexMaxList = 4096;  // the most topk and cand_blocks
 constexpr int64_t kIndexShInts = 256 + 64;
+constexpr int64_t kIndexSplitRows = 16, kIndexSplitBlocks = 128, kIndexMinSlice = 64;
 int64_t index_q_stride(int64_t di) { return (di + 31) / 32 * 32 + 8; }
-int64_t index_static_shared(int64_t hi, int64_t di) { return 4 * hi * index_q_stride(di) + 4 * hi + 4 * kIndexShInts; }
+int64_t index_static_shared(int64_t hi, int64_t di) {
+  return 4 * hi * index_q_stride(di) + 4 * hi + 4 * kIndexShInts + 4 * (kIndexSplitBlocks + 2);
+}
+// Blocks per row: decode phases spread each row's entries over blocks (partial top-k lists merged by
+// the row's last block); S·R stays within the kernel's partial lists.
+int64_t index_splits(int64_t rows, int64_t capacity, int64_t mode, int64_t block) {
+  if (rows < 1 || rows > kIndexSplitRows || (mode == 1 && block > kIndexChunk)) return 1;
+  return std::clamp<int64_t>(ceil_div(capacity, kIndexMinSlice), 1, kIndexSplitBlocks / rows);
+}
 int64_t index_chunk_blocks(int64_t mode, int64_t block) {
   return mode != 1 ? 0 : block <= kIndexChunk ? kIndexChunk / block : 1;
 }
@@ -40,8 +49,9 @@ Result<LaunchDims> launch_compress(const Call& call, const CallEnv& env) {
   return d;
 }
 
-// One block per row; the visible entries are streamed in chunks, so shared memory does not grow with
-// the capacity except for mode 2's bitmap of candidate blocks.
+// Grid (R, S): S blocks per row at decode (index_splits), one otherwise; each block streams its entries
+// in chunks, so shared memory does not grow with the capacity except for mode 2's bitmap of candidate
+// blocks.
 Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
   DSV41_ASSIGN_OR_RETURN(const int64_t capacity, arg_rows(call, env, "index_cache"));
   const int64_t hi = call.constant("index_heads"), di = call.constant("index_head_dim");
@@ -51,6 +61,7 @@ Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
   LaunchDims d;
   d.block = kThreads;
   d.grid[0] = std::max<int64_t>(1, env.rows);
+  d.grid[1] = index_splits(env.rows, capacity, mode, block);
   d.dynamic_shared = index_dynamic_shared(capacity, topk, mode, cand_blocks, block);
   const int64_t fixed = index_static_shared(hi, di);
   // The running lists live in shared memory (static_asserts of the kernel).

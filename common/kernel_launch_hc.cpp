@@ -15,8 +15,11 @@ Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
-  (void)call;  // kernels/hc_mix.cuh: one block of 512 per row
-  return one_block_per_row(env, 512);
+  (void)call;  // kernels/hc_mix.cuh: blocks of 512, 16 a row at decode (hc_mix_detail::splits), else one
+  constexpr int64_t kMixRows = 16, kMixSplits = 16;
+  LaunchDims d = one_block_per_row(env, 512);
+  if (env.rows >= 1 && env.rows <= kMixRows) d.grid[1] = kMixSplits;
+  return d;
 }
 
 Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {

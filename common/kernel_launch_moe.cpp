@@ -1,7 +1,7 @@
 // common/kernel_launch_moe.cpp — launches of the MoE ops (router, moe_experts, shared_expert); the
 // grids match the comments atop kernels/router.cuh, kernels/moe_experts.cuh and
-// kernels/shared_expert.cuh: a block a row (the router: two threads per expert), or the experts' blocks
-// of 256 threads (a block a row, or the grouped decode launch); no dynamic shared memory.
+// kernels/shared_expert.cuh: the router's expert groups, or the experts' blocks of 256 threads (a block
+// a row, or the grouped decode launch).
 #include <algorithm>
 
 #include "common/kernel_launch_ops.h"
@@ -38,13 +38,19 @@ LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {
 
 }  // namespace
 
-// kernels/router.cuh: a pair of threads per expert, so the whole gate streams in one pass when 2·E <= 1024;
-// whole warps (its shuffles), at least 64 threads for the top-k reductions.
-int64_t router_threads(int64_t experts) { return std::clamp<int64_t>(ceil_div(2 * experts, 32) * 32, 64, 1024); }
+// kernels/router.cuh (mirrors router_detail): blocks of four warps scoring 16 experts; decode phases
+// spread a row's experts over ceil(E / 16) blocks (the row's last block picks the top-k), larger
+// phases keep a block a row. The row sits in dynamic shared memory beside the warps' gate staging.
+constexpr int64_t kRouterThreads = 128, kRouterExpertsPerBlock = 16, kRouterRows = 16;
+constexpr int64_t kRouterStageBytes = 4 * 4 * (16 * 64 + 8) * 2;
 
 Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
-  LaunchDims d = per_row(env, 4 * call.constant("hidden") + 9 * call.constant("experts") + 512);
-  d.block = router_threads(call.constant("experts"));
+  const int64_t experts = call.constant("experts"), hidden = call.constant("hidden");
+  LaunchDims d = per_row(env, 9 * experts + 512);
+  d.block = kRouterThreads;
+  if (env.rows <= kRouterRows) d.grid[1] = ceil_div(experts, kRouterExpertsPerBlock);
+  d.dynamic_shared = 4 * ceil_div(hidden, 4) * 4 + kRouterStageBytes;
+  d.bounds.push_back({"router shared memory", d.dynamic_shared + 9 * experts + 512, 0});
   return d;
 }
 

@@ -3,12 +3,14 @@
 // pre = sigmoid(scale₀·m + base) + hc_eps, post = 2·sigmoid(scale₁·m + base),
 // C = scale₂·m + base followed by the Sinkhorn passes; out F32 [R, M]. Inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R): one block per row.
-// The block walks the row's S·D inputs in passes of up to kCols columns of fn (threads strided over
-// the inputs four at a time, one vector load of fn per column: release S = 4 reads 2.75 MB of F32 fn
-// in two passes with ~100 KB of loads in flight), reduces each column warp-wise then across warps in
-// a fixed order; ρ, the activations and the Sinkhorn passes on the S×S comb (tiny) run in thread 0, in the
-// exact order and rounding points of runtime/cpu/ops_hc.cpp. No dynamic shared memory.
+// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R, G): G = splits() blocks
+// per row at decode (R ≤ kMixRows), each summing a slice of the row's S·D inputs (whole vectors of
+// four), else one block per row. A block walks its inputs in passes of up to kCols columns of fn
+// (threads strided over the inputs four at a time, one vector load of fn per column), reduces each
+// column warp-wise then across warps in a fixed order; a split row's blocks hand their sums to the
+// module's table and the row's last block (a counter per row, reset by that block) adds them in slice
+// order, so a run's bits repeat. ρ, the activations and the Sinkhorn passes on the S×S comb (tiny) run
+// in thread 0, in the exact order and rounding points of runtime/cpu/ops_hc.cpp. No dynamic shared memory.
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -17,6 +19,16 @@ namespace dsv41k {
 namespace hc_mix_detail {
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
+constexpr int kMixRows = 16;    // phases of at most this many rows split a row over blocks
+constexpr int kMixSplits = 16;  // blocks per split row
+__device__ constexpr long long splits(long long rows) { return rows >= 1 && rows <= kMixRows ? kMixSplits : 1; }
+
+#ifndef DSV41_CONTRACT_SCAN
+// A split launch's sums, [row][split][the M column sums, then Σx²], and each row's finished blocks.
+template <long long M>
+__device__ float g_sums[kMixRows * kMixSplits * (M + 1)];
+__device__ unsigned g_finished[kMixRows];
+#endif
 
 __device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
@@ -61,6 +73,7 @@ template <long long hidden, long long streams, long long sinkhorn_iters, int dty
           int format_scale>
 __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,
                                        Real eps, Real hc_eps, Scratch out) {
+#ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && hidden <= (1 << 24), "hidden out of range");
   static_assert(streams >= 1 && streams <= 16, "streams out of range for this kernel (1 .. 16)");
   static_assert(sinkhorn_iters >= 1 && sinkhorn_iters <= (1 << 16), "sinkhorn_iters out of range");
@@ -73,21 +86,28 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   __shared__ float part[kWarps * kCols];
   __shared__ float m[M];
   __shared__ float sumsq;
+  __shared__ int last;
   const long long r = blockIdx.x;
   if (r >= rows) return;
+  const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
+  if (G > 1 && (rows > kMixRows || G > kMixSplits)) return;  // a grid the table cannot hold (never launched)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   float* o = static_cast<float*>(out) + r * M;
   if (row_slot(statics, r) < 0) {
-    for (int i = tid; i < M; i += kThreads) o[i] = 0.0f;
+    if (g == 0)
+      for (int i = tid; i < M; i += kThreads) o[i] = 0.0f;
     return;
   }
   const long long xoff = r * W;
+  // This block's inputs [lo, hi): whole vectors of four, so no vector straddles two blocks.
+  const long long per = (W + 4ll * G - 1) / (4ll * G) * 4;
+  const long long lo = g * per < W ? g * per : W, hi = lo + per < W ? lo + per : W;
   for (long long c0 = 0; c0 < M; c0 += kCols) {
     float acc[kCols];
 #pragma unroll
     for (int k = 0; k < kCols; ++k) acc[k] = 0.0f;
     float sq = 0.0f;
-    for (long long i0 = 4ll * tid; i0 < W; i0 += 4ll * kThreads) {
+    for (long long i0 = lo + 4ll * tid; i0 < hi; i0 += 4ll * kThreads) {
       float xv[4], w[kCols][4];
 #pragma unroll
       for (int k = 0; k < kCols; ++k)  // the loads first, so they are in flight together
@@ -120,6 +140,25 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     }
     __syncthreads();
   }
+  if (G > 1) {
+    // Hand this slice's sums over; the row's last block adds every slice's, in slice order.
+    float* table = g_sums<M> + static_cast<long long>(r) * kMixSplits * (M + 1);
+    for (int i = tid; i <= M; i += kThreads) table[g * (M + 1) + i] = i < M ? m[i] : sumsq;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(&g_finished[r], 1u) == static_cast<unsigned>(G - 1);
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (tid == 0) g_finished[r] = 0u;  // for the next launch
+    for (int i = tid; i <= M; i += kThreads) {
+      float t = 0.0f;
+      for (int s = 0; s < G; ++s) t += __ldcg(table + s * (M + 1) + i);
+      if (i < M) m[i] = t;
+      else sumsq = t;
+    }
+    __syncthreads();
+  }
   if (tid != 0) return;
   const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(W)) + eps);
   float result[M];
@@ -135,6 +174,7 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     comb[k] = __fadd_rn(__fmul_rn(scale_at(2), m[2 * S + k]), base_at(2 * S + k));
   sinkhorn<S>(comb, sinkhorn_iters, hc_eps);
   for (long long k = 0; k < M; ++k) o[k] = result[k];
+#endif
 }
 
 }  // namespace entry

@@ -5,41 +5,49 @@
 // runtime/cpu/ops_indexer.cpp: each dot is the CPU's eight-way dot and the head sum runs in head order,
 // so the scores (and the integer outputs) are the CPU's bit for bit.
 //
-// Launch (common/kernel_launch_attention.cpp): grid (R, 1, 1), one block of 256 threads per row.
-// Shared memory does not grow with the context: the visible entries are streamed in chunks of at most
-// kChunk entries, and running lists keep the best so far.
+// Launch (common/kernel_launch_attention.cpp): grid (R, S, 1), blocks of 256 threads. S = splits():
+// phases of at most kSplitRows rows spread each row's visible entries over S blocks (S·R ≤ kSplitBlocks,
+// at least kMinSlice entries of capacity a block; in mode 1 whole candidate blocks a slice), each block
+// keeping the best K entries (and CB candidate blocks) of its slice in the module's partial lists; the
+// row's last block to finish (a counter per row, reset by that block) merges the lists in slice order,
+// which is index order, and writes the outputs. The best K of the union of each slice's best K is the
+// best K overall, so the ids are those of one block per row (S = 1: larger phases, prefill). Partial
+// lists: kSplitBlocks·8·(K + CB) bytes of `__device__` memory per variant, beside the memory ledger.
+// Shared memory does not grow with the context: a slice is streamed in chunks of at most kChunk entries,
+// and running lists keep the best so far.
 // Dynamic shared memory (64-bit keys): 8·(K + kChunk) (the entry list and one chunk), plus in mode 1
 // 8·(CB + BPC) (the block list and one chunk's blocks, BPC = kChunk / B when B ≤ kChunk, else 1), plus
 // in mode 2 4·ceil(nbC / 32) (a bitmap of the listed blocks, nbC = ceil(C / B), C = index_cache_rows,
-// the capacity). Static shared memory: 4·Hi·(ceil32(Di) + 8) (the row's queries) + 4·Hi + 4·320 bytes.
+// the capacity). Static shared memory: 4·Hi·(ceil32(Di) + 8) (the row's queries) + 4·Hi + 4·320 +
+// 4·(kSplitBlocks + 2) bytes.
 //
-// Each candidate is a 64-bit key: the score as an ordered integer (−0 as +0) in the upper half and
-// ~index in the lower half, so "higher key" is exactly "higher score, then lower index" and keys are
-// unique; key 0 marks an entry that is never chosen (score −∞ or NaN, or a block not listed in mode 2).
-// Scores: warp w takes entries w, w+8, ... of a chunk; lane = 8·h' + k computes partial sum k of head
-// 4g + h', and lane 0 writes the entry's key behind the running list. Merge: an 8-pass radix select
-// (256-bin histograms) finds the K-th largest key of list ∪ chunk, and a stable block scan compacts the
-// keys at or above it (and not 0) to the front. The list stays in ascending index order, since the
-// chunk's entries follow the list's and every compaction is stable. Mode 1 also folds each chunk's
-// entries into block keys (max ordered score per block; the newest block scores +∞) and merges them
-// into a running list of CB blocks the same way; a chunk never holds part of two blocks' entries
-// unless it holds them whole (chunks of ⌊kChunk / B⌋·B entries, or when B > kChunk, chunks that stop
-// at block boundaries, the block's maximum carried over).
+// Keys and selection: kernels/topk_keys.cuh (score as an ordered integer above ~index; key 0 is never
+// chosen: score −∞ or NaN, or a block not listed in mode 2). Scores: a warp takes four entries at a
+// time, lane 8·e' + k holding partial sum k of entry e' for each head in turn. Merge: a radix select
+// finds the K-th largest key of list ∪ chunk, and a stable block scan compacts the keys at or above it
+// to the front, so the list stays in ascending index order. Mode 1 also folds each chunk's entries into
+// block keys (max ordered score per block; the newest block scores +∞) and merges them into a running
+// list of CB blocks the same way; a chunk never holds part of two blocks' entries unless it holds them
+// whole (chunks of ⌊kChunk / B⌋·B entries, or when B > kChunk, chunks that stop at block boundaries, the
+// block's maximum carried over; such variants never split).
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "topk_keys.cuh"
 
 namespace dsv41k {
 namespace index_select_detail {
 constexpr int kThreads = 256;
 constexpr int kChunk = 4096;    // entries scored per pass
 constexpr int kMaxList = 4096;  // the most topk and cand_blocks (the running lists live in shared memory)
-constexpr int kShInts = 256 + 64;  // radix histogram + scan scratch
-// Query rows in shared memory are padded to ≡ 8 (mod 32) floats: the four heads a warp reads at once
-// fall in distinct banks.
+constexpr int kShInts = topk_keys::kTopkShInts;
+constexpr int kSplitRows = 16;     // phases of at most this many rows split a row over blocks
+constexpr int kSplitBlocks = 128;  // the most blocks of a split launch: sizes the partial lists
+constexpr int kMinSlice = 64;      // capacity entries per split block, at least
+// Query rows in shared memory are padded to ≡ 8 (mod 32) floats: eight consecutive lanes read eight
+// consecutive floats of one head, in distinct banks.
 __device__ constexpr long long q_stride(long long di) { return (di + 31) / 32 * 32 + 8; }
 __device__ constexpr long long static_shared_bytes(long long hi, long long di) {
-  return 4 * hi * q_stride(di) + 4 * hi + 4 * kShInts;
+  return 4 * hi * q_stride(di) + 4 * hi + 4 * kShInts + 4 * (kSplitBlocks + 2);
 }
 // Entries per chunk and the blocks one chunk holds (mode 1).
 __device__ constexpr long long chunk_entries(long long mode, long long block) {
@@ -55,131 +63,105 @@ __device__ constexpr long long dynamic_shared_bytes(long long entries, long long
   return 8 * (topk + kChunk) + (mode == 1 ? 8 * (cand_blocks + chunk_blocks(mode, block)) : 0) +
          (mode == 2 ? 4 * ((nb + 31) / 32) : 0);
 }
+// Blocks per row (grid y) of a phase of `rows` rows over a cache of `capacity` entries.
+__device__ constexpr long long splits(long long rows, long long capacity, long long mode, long long block) {
+  if (rows < 1 || rows > kSplitRows || (mode == 1 && block > kChunk)) return 1;
+  const long long want = (capacity + kMinSlice - 1) / kMinSlice, most = kSplitBlocks / rows;
+  return want < 1 ? 1 : want < most ? want : most;
+}
 
 #ifndef DSV41_CONTRACT_SCAN
-typedef unsigned long long Key;
-constexpr unsigned kNegInfOrdered = 0x007fffffu;  // ordered_key(−∞)
-constexpr unsigned kPosInfOrdered = 0xff800000u;  // ordered_key(+∞)
+using topk_keys::Key;
 
-__device__ __forceinline__ unsigned ordered_key(float v) {
-  if (v == 0.0f) v = 0.0f;  // −0 and +0 tie, as in the CPU's comparisons
-  const unsigned b = __float_as_uint(v);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-__device__ __forceinline__ Key make_key(unsigned ordered, unsigned index) {
-  return (static_cast<Key>(ordered) << 32) | static_cast<Key>(~index);
-}
-// An entry's key; 0 (never chosen) for −∞ and NaN.
-__device__ __forceinline__ Key entry_key(float score, int index) {
-  if (!(score > -__int_as_float(0x7f800000))) return 0ull;
-  return make_key(ordered_key(score), static_cast<unsigned>(index));
-}
-// The ordered score of an entry key (0 reads as −∞).
-__device__ __forceinline__ unsigned key_ordered(Key k) {
-  return k == 0ull ? kNegInfOrdered : static_cast<unsigned>(k >> 32);
-}
-__device__ __forceinline__ int key_index(Key k) { return static_cast<int>(~static_cast<unsigned>(k)); }
+// A split launch's partial lists, block (row r, split s) at r·S + s: its best K entry keys and best CB
+// block keys, with their counts; each row's count of finished blocks (zero at load; the last resets it).
+template <long long K>
+__device__ Key g_entries[kSplitBlocks * (K > 0 ? K : 1)];
+template <long long CB>
+__device__ Key g_blocks[kSplitBlocks * CB];
+__device__ int g_counts[kSplitBlocks][2];
+__device__ unsigned g_finished[kSplitRows];
 
-// Exclusive prefix of a 0/1 flag over the block (thread order); `total` gets the block's count.
-// `sh` holds 32 ints.
-__device__ __forceinline__ int block_flag_scan(bool flag, int* sh, int& total) {
+// Keys of entries base .. base + c − 1 into chunk[0, c). Warp w takes entries 4w .. 4w + 3, then
+// 4(w + warps) ..; lane 8·e' + k sums the products of columns ≡ k (mod 8) of entry e' for one head at a
+// time (the heads' dots are independent chains), the butterfly forms the CPU's eight-way sum in all
+// eight lanes, and the head terms add in head order. Unlisted entries (mode 2) read as key 0.
+template <int Hi, int Di, int QS, int DT, int MODE>
+__device__ __forceinline__ void score_chunk(const char* keys, const float* q, const float* w, const unsigned* kept_bits,
+                                            long long B, int base, int c, Key* chunk) {
+  constexpr int NJ = Di / 8;  // full chunks of 8 of one dot
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const unsigned ballot = __ballot_sync(0xffffffffu, flag);
-  __syncthreads();  // sh may still be read by a previous scan
-  if (lane == 0) sh[warp] = __popc(ballot);
-  __syncthreads();
-  int before = 0;
-  total = 0;
-  for (int w = 0; w < warps; ++w) {
-    const int c = sh[w];
-    if (w < warp) before += c;
-    total += c;
+  const int sub = lane >> 3, k8 = lane & 7;
+  for (int s0 = 4 * warp; s0 < c; s0 += 4 * warps) {  // warp-uniform: every lane reaches the shuffles
+    const int s = s0 + sub;
+    const bool live = s < c;
+    const int e = base + (live ? s : s0);
+    bool listed = true;
+    if constexpr (MODE == 2) {
+      const int b = static_cast<int>(e / B);
+      listed = (kept_bits[b >> 5] >> (b & 31)) & 1u;
+    }
+    const long long key0 = static_cast<long long>(e) * Di;
+    float kreg[NJ > 0 ? NJ : 1];
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) kreg[j] = listed ? load<DT>(keys, key0 + k8 + 8 * j) : 0.0f;
+    float score = 0.0f;
+#pragma unroll 4
+    for (int h = 0; h < Hi; ++h) {
+      const float* qh = q + h * QS;
+      float acc = 0.0f;
+#pragma unroll
+      for (int j = 0; j < NJ; ++j) acc = __fadd_rn(acc, __fmul_rn(qh[k8 + 8 * j], kreg[j]));
+      acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+      acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+      acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
+      if constexpr (Di % 8 != 0) {
+        float tail = 0.0f;
+        for (int i = NJ * 8; i < Di; ++i)
+          tail = __fadd_rn(tail, __fmul_rn(qh[i], listed ? load<DT>(keys, key0 + i) : 0.0f));
+        acc = __fadd_rn(acc, tail);
+      }
+      const float relu = 0.0f < acc ? acc : 0.0f;  // std::max(0.0f, dot): NaN gives 0
+      score = __fadd_rn(score, __fmul_rn(w[h], relu));
+    }
+    if (k8 == 0 && live) chunk[s] = listed ? topk_keys::entry_key(score, e) : 0ull;
   }
-  return before + __popc(ballot & ((1u << lane) - 1u));
 }
 
-__device__ __forceinline__ unsigned warp_umax(unsigned v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const unsigned u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = v < u ? u : v;
+// The merge of a split launch: appends the S partial lists (`count_of(s)` keys of `list(s)`, in split
+// order) behind an empty running list in chunks of `chunk` keys and keeps the best `keep`. `pref` holds
+// S + 1 ints. Every thread calls it; returns the list's length.
+template <class CountOf, class ListOf>
+__device__ __forceinline__ int merge_partials(Key* list, int chunk, int keep, int S, int* pref, int* sh,
+                                              CountOf count_of, ListOf list_of) {
+  __syncthreads();  // pref may still be read by a previous merge
+  if (threadIdx.x == 0) {
+    int t = 0;
+    for (int s = 0; s < S; ++s) {
+      pref[s] = t;
+      t += count_of(s);
+    }
+    pref[S] = t;
   }
-  return v;
-}
-// Block-wide maximum; every thread gets it. `sh` holds 32 ints.
-__device__ __forceinline__ unsigned block_umax(unsigned v, int* sh) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  v = warp_umax(v);
   __syncthreads();
-  if (lane == 0) sh[warp] = static_cast<int>(v);
-  __syncthreads();
-  unsigned m = 0;
-  for (int w = 0; w < warps; ++w) {
-    const unsigned u = static_cast<unsigned>(sh[w]);
-    m = m < u ? u : m;
+  const int total = pref[S];
+  int m = 0;
+  for (int base = 0; base < total; base += chunk) {
+    const int c = total - base < chunk ? total - base : chunk;
+    for (int i = threadIdx.x; i < c; i += blockDim.x) {
+      const int v = base + i;
+      int lo = 0, hi = S - 1;  // the last split whose list starts at or before v
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (pref[mid] <= v) lo = mid;
+        else hi = mid - 1;
+      }
+      list[m + i] = __ldcg(list_of(lo) + (v - pref[lo]));
+    }
+    __syncthreads();
+    m = topk_keys::keep_best(list, m + c, keep, sh);
   }
   return m;
-}
-
-// Keeps the best `count` of keys[0, total) that are not 0 (the keys other than 0 are distinct), in
-// place and in their order, at keys[0 ..); returns how many remain. `sh` holds kShInts ints. Every
-// thread must call it with the same arguments; it ends with a barrier.
-__device__ __forceinline__ int keep_best(Key* keys, int total, int count, int* sh) {
-  if (count <= 0) return 0;
-  int* hist = sh;
-  int* scratch = sh + 256;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  Key threshold = 0ull;  // keep the keys ≥ threshold (and not 0)
-  if (total > count) {
-    // The count-th largest key, 8 bits at a time from the top.
-    Key prefix = 0ull;
-    int need = count;  // #{keys matching prefix with a higher remainder} < need ≤ #{keys matching prefix}
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      const Key mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
-      for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
-      __syncthreads();
-      // Warp-aggregated: keys that share a bin (common in the upper bytes) add once per warp.
-      for (int base = 0; base < total; base += blockDim.x) {
-        const int i = base + threadIdx.x;
-        const Key k = i < total ? keys[i] : 0ull;
-        const int bin = i < total && (k & mask) == prefix ? static_cast<int>((k >> shift) & 255ull) : -1;
-        const unsigned peers = __match_any_sync(0xffffffffu, bin);
-        if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
-      }
-      __syncthreads();
-      // Thread t < 256 owns bin t: its suffix sum over bins ≥ t.
-      const int t = threadIdx.x;
-      const int h = t < 256 ? hist[t] : 0;
-      int x = h;
-      for (int o = 1; o < 32; o <<= 1) {
-        const int v = __shfl_down_sync(0xffffffffu, x, o);
-        if (lane + o < 32) x += v;
-      }
-      if (lane == 0) scratch[warp] = x;
-      __syncthreads();
-      int suffix = x;
-      for (int w = warp + 1; w < 8; ++w) suffix += scratch[w];
-      if (t < 256 && suffix >= need && suffix - h < need) {
-        scratch[32] = t;
-        scratch[33] = need - (suffix - h);
-      }
-      __syncthreads();
-      prefix |= static_cast<Key>(scratch[32]) << shift;
-      need = scratch[33];
-    }
-    threshold = prefix;
-  }
-  int kept = 0;
-  for (int base = 0; base < total; base += blockDim.x) {
-    const int i = base + threadIdx.x;
-    const Key k = i < total ? keys[i] : 0ull;
-    const bool keep = k != 0ull && k >= threshold;
-    int tile = 0;
-    const int pos = kept + block_flag_scan(keep, scratch, tile);  // pos ≤ i: in place is safe
-    if (keep) keys[pos] = k;
-    kept += tile;
-  }
-  __syncthreads();
-  return kept;
 }
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace index_select_detail
@@ -193,6 +175,7 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
                                              Scratch out) {
 #ifndef DSV41_CONTRACT_SCAN
   using namespace index_select_detail;
+  using namespace topk_keys;
   static_assert(index_heads >= 1 && index_heads <= 1024, "index_heads out of range");
   static_assert(index_head_dim >= 1 && index_head_dim <= 1024, "index_head_dim out of range");
   static_assert(static_shared_bytes(index_heads, index_head_dim) <= 40 * 1024,
@@ -206,7 +189,6 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   static_assert(dtype_index_cache == DT_F32 || dtype_index_cache == DT_BF16, "index_cache is an act buffer");
   constexpr int Hi = static_cast<int>(index_heads), Di = static_cast<int>(index_head_dim);
   constexpr int QS = static_cast<int>(q_stride(index_head_dim));
-  constexpr int NJ = Di / 8;  // full chunks of 8 of one dot
   constexpr int K = static_cast<int>(topk);
   constexpr int CB = mode == 0 ? 1 : static_cast<int>(cand_blocks);
   constexpr long long B = mode == 0 ? 1 : cand_block_size;
@@ -215,6 +197,7 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   __shared__ float q[Hi * QS];
   __shared__ float w[Hi];
   __shared__ int sh[kShInts];
+  __shared__ int pref[kSplitBlocks + 2];  // the merge's list offsets; [kSplitBlocks + 1]: "this block merges"
   extern __shared__ Key dyn[];
   Key* elist = dyn;                                      // [K + kChunk]: the entry list, then a chunk
   Key* blist = dyn + (K + kChunk);                       // [CB + BPC] (mode 1): the block list, then a chunk's
@@ -222,104 +205,83 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
 
   const long long r = blockIdx.x;
   if (r >= rows) return;
+  const int S = static_cast<int>(gridDim.y), split = static_cast<int>(blockIdx.y);
   int* outr = static_cast<int*>(out) + r * K;
   int* candr = mode != 0 ? static_cast<int*>(candidates) + r * CB : nullptr;
+  if (S > 1 && (rows > kSplitRows || rows * S > kSplitBlocks || (mode == 1 && B > kChunk))) {
+    if (threadIdx.x == 0 && split == 0) report_error(errors, ERR_STATICS);  // a grid the partial lists cannot hold
+    return;
+  }
   const int slot = row_slot(statics, r);
   if (slot < 0) {
-    for (int i = threadIdx.x; i < K; i += blockDim.x) outr[i] = 0;
-    if constexpr (mode == 1)
-      for (int i = threadIdx.x; i < CB; i += blockDim.x) candr[i] = 0;
+    if (split == 0) {
+      for (int i = threadIdx.x; i < K; i += blockDim.x) outr[i] = 0;
+      if constexpr (mode == 1)
+        for (int i = threadIdx.x; i < CB; i += blockDim.x) candr[i] = 0;
+    }
     return;
   }
   const long long p = row_position(statics, r);
   const long long n_long = p < 0 ? -1 : (p + 1) / ratio;
   if (n_long < 0 || n_long > index_cache_rows || !slot_in(slot, index_cache)) {
-    if (threadIdx.x == 0) report_error(errors, n_long > index_cache_rows ? ERR_CAPACITY : ERR_STATICS);
-    for (int i = threadIdx.x; i < K; i += blockDim.x) outr[i] = -1;
-    if constexpr (mode == 1)
-      for (int i = threadIdx.x; i < CB; i += blockDim.x) candr[i] = -1;
+    if (split == 0) {
+      if (threadIdx.x == 0) report_error(errors, n_long > index_cache_rows ? ERR_CAPACITY : ERR_STATICS);
+      for (int i = threadIdx.x; i < K; i += blockDim.x) outr[i] = -1;
+      if constexpr (mode == 1)
+        for (int i = threadIdx.x; i < CB; i += blockDim.x) candr[i] = -1;
+    }
     return;
   }
   const int n = static_cast<int>(n_long);
   const int nb = mode == 0 ? 0 : static_cast<int>((n_long + B - 1) / B);
+  // This block's slice [lo, hi) of the visible entries (whole candidate blocks in mode 1).
+  int lo = 0, hi = n;
+  if (S > 1) {
+    long long per = (n_long + S - 1) / S;
+    if constexpr (mode == 1) per = (per + B - 1) / B * B;
+    const long long l = split * per;
+    lo = static_cast<int>(l < n_long ? l : n_long);
+    hi = static_cast<int>(l + per < n_long ? l + per : n_long);
+  }
+  const bool score_any = lo < hi && (K > 0 || mode == 1);
 
-  // The row's queries and head weights w_h = iw_h·Di^−½·Hi^−½ (fp32, in that order).
-  const float* iqr = static_cast<const float*>(iq) + r * Hi * Di;
-  for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) q[(i / Di) * QS + i % Di] = iqr[i];
-  if (threadIdx.x < 32) {
-    const float factor_dim = static_cast<float>(1.0 / sqrt(static_cast<double>(Di)));
-    const float factor_heads = static_cast<float>(1.0 / sqrt(static_cast<double>(Hi)));
-    for (int h = threadIdx.x; h < Hi; h += 32)
-      w[h] = __fmul_rn(__fmul_rn(static_cast<const float*>(iw)[r * Hi + h], factor_dim), factor_heads);
-  }
-  if constexpr (mode == 2) {
-    // The listed blocks (−1 ignored, other negatives refused, blocks beyond the visible ones ignored,
-    // as the CPU does).
-    const int words = (nb + 31) / 32;
-    for (int i = threadIdx.x; i < words; i += blockDim.x) kept_bits[i] = 0u;
-    __syncthreads();
-    for (int c = threadIdx.x; c < CB; c += blockDim.x) {
-      const int b = candr[c];
-      if (b < -1) report_error(errors, ERR_SELECTION);
-      else if (b >= 0 && b < nb) atomicOr(&kept_bits[b >> 5], 1u << (b & 31));
+  if (score_any) {
+    // The row's queries and head weights w_h = iw_h·Di^−½·Hi^−½ (fp32, in that order).
+    const float* iqr = static_cast<const float*>(iq) + r * Hi * Di;
+    for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) q[(i / Di) * QS + i % Di] = iqr[i];
+    if (threadIdx.x < 32) {
+      const float factor_dim = static_cast<float>(1.0 / sqrt(static_cast<double>(Di)));
+      const float factor_heads = static_cast<float>(1.0 / sqrt(static_cast<double>(Hi)));
+      for (int h = threadIdx.x; h < Hi; h += 32)
+        w[h] = __fmul_rn(__fmul_rn(static_cast<const float*>(iw)[r * Hi + h], factor_dim), factor_heads);
     }
+    if constexpr (mode == 2) {
+      // The listed blocks (−1 ignored, other negatives refused, blocks beyond the visible ones ignored,
+      // as the CPU does).
+      const int words = (nb + 31) / 32;
+      for (int i = threadIdx.x; i < words; i += blockDim.x) kept_bits[i] = 0u;
+      __syncthreads();
+      for (int c = threadIdx.x; c < CB; c += blockDim.x) {
+        const int b = candr[c];
+        if (b < -1) report_error(errors, ERR_SELECTION);
+        else if (b >= 0 && b < nb) atomicOr(&kept_bits[b >> 5], 1u << (b & 31));
+      }
+    }
+    __syncthreads();
   }
-  __syncthreads();
 
   const char* keys = slot_base(index_cache, slot);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const int hsub = lane >> 3, k8 = lane & 7;
   int m_entries = 0, m_blocks = 0;  // lengths of the running lists
   unsigned run_block = kNegInfOrdered;  // B > kChunk: the ordered maximum of the current block so far
-  const bool score_any = K > 0 || mode == 1;
-  for (int base = 0; score_any && base < n;) {
-    int c = n - base < CE ? n - base : CE;
+  for (int base = lo; score_any && base < hi;) {
+    int c = hi - base < CE ? hi - base : CE;
     if constexpr (mode == 1 && B > kChunk) {
       const long long block_end = (base / B + 1) * B;  // a chunk never crosses a block boundary
       if (block_end - base < c) c = static_cast<int>(block_end - base);
     }
     Key* chunk = elist + m_entries;
-
-    // Scores of entries base .. base+c−1, as keys.
-    for (int s = warp; s < c; s += warps) {
-      const int e = base + s;
-      if constexpr (mode == 2) {
-        const int b = static_cast<int>(e / B);
-        if (!((kept_bits[b >> 5] >> (b & 31)) & 1u)) {  // warp-uniform
-          if (lane == 0) chunk[s] = 0ull;
-          continue;
-        }
-      }
-      const long long key0 = static_cast<long long>(e) * Di;
-      float kreg[NJ > 0 ? NJ : 1];
-#pragma unroll
-      for (int j = 0; j < NJ; ++j) kreg[j] = load<dtype_index_cache>(keys, key0 + k8 + 8 * j);
-      float acc_score = 0.0f;
-      for (int g = 0; g < (Hi + 3) / 4; ++g) {
-        const int h = 4 * g + hsub;
-        const float* qh = q + (h < Hi ? h : 0) * QS;
-        float acc = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) acc = __fadd_rn(acc, __fmul_rn(qh[k8 + 8 * j], kreg[j]));
-        acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
-        acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
-        acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
-        if constexpr (Di % 8 != 0) {
-          float tail = 0.0f;
-          for (int i = NJ * 8; i < Di; ++i)
-            tail = __fadd_rn(tail, __fmul_rn(qh[i], load<dtype_index_cache>(keys, key0 + i)));
-          acc = __fadd_rn(acc, tail);
-        }
-        const float relu = 0.0f < acc ? acc : 0.0f;  // std::max(0.0f, dot): NaN gives 0
-        const float term = h < Hi ? __fmul_rn(w[h], relu) : 0.0f;
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const float v = __shfl_sync(0xffffffffu, term, 8 * t);
-          if (4 * g + t < Hi) acc_score = __fadd_rn(acc_score, v);
-        }
-      }
-      if (lane == 0) chunk[s] = entry_key(acc_score, e);
-    }
+    score_chunk<Hi, Di, QS, dtype_index_cache, static_cast<int>(mode)>(keys, q, w, kept_bits, B, base, c, chunk);
     __syncthreads();
 
     if constexpr (mode == 1) {
@@ -332,9 +294,9 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
         gc = static_cast<int>((c + B - 1) / B);
         if constexpr (B <= 32) {
           for (int j = threadIdx.x; j < gc; j += blockDim.x) {
-            const int lo = static_cast<int>(j * B), hi = lo + B < c ? static_cast<int>(lo + B) : c;
+            const int bl = static_cast<int>(j * B), bh = bl + B < c ? static_cast<int>(bl + B) : c;
             unsigned u = kNegInfOrdered;
-            for (int s = lo; s < hi; ++s) {
+            for (int s = bl; s < bh; ++s) {
               const unsigned v = key_ordered(chunk[s]);
               u = u < v ? v : u;
             }
@@ -343,9 +305,9 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
           }
         } else {
           for (int j = warp; j < gc; j += warps) {
-            const int lo = static_cast<int>(j * B), hi = lo + B < c ? static_cast<int>(lo + B) : c;
+            const int bl = static_cast<int>(j * B), bh = bl + B < c ? static_cast<int>(bl + B) : c;
             unsigned u = kNegInfOrdered;
-            for (int s = lo + lane; s < hi; s += 32) {
+            for (int s = bl + lane; s < bh; s += 32) {
               const unsigned v = key_ordered(chunk[s]);
               u = u < v ? v : u;
             }
@@ -376,6 +338,36 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
     }
     m_entries = keep_best(elist, m_entries + c, K, sh);
     base += c;
+  }
+
+  if (S > 1) {
+    // Hand this slice's lists over; the row's last block merges them.
+    const int part = static_cast<int>(r) * S + split;
+    Key* pe = g_entries<K> + static_cast<long long>(part) * (K > 0 ? K : 1);
+    for (int i = threadIdx.x; i < m_entries; i += blockDim.x) pe[i] = elist[i];
+    if constexpr (mode == 1) {
+      Key* pb = g_blocks<CB> + static_cast<long long>(part) * CB;
+      for (int i = threadIdx.x; i < m_blocks; i += blockDim.x) pb[i] = blist[i];
+    }
+    if (threadIdx.x == 0) {
+      g_counts[part][0] = m_entries;
+      g_counts[part][1] = m_blocks;
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) pref[kSplitBlocks + 1] = atomicAdd(&g_finished[r], 1u) == static_cast<unsigned>(S - 1);
+    __syncthreads();
+    if (!pref[kSplitBlocks + 1]) return;
+    __threadfence();
+    if (threadIdx.x == 0) g_finished[r] = 0u;  // for the next launch
+    const int row_part = static_cast<int>(r) * S;
+    if constexpr (mode == 1)
+      m_blocks = merge_partials(
+          blist, BPC, CB, S, pref, sh, [&](int s) { return __ldcg(&g_counts[row_part + s][1]); },
+          [&](int s) { return g_blocks<CB> + static_cast<long long>(row_part + s) * CB; });
+    m_entries = merge_partials(
+        elist, kChunk, K, S, pref, sh, [&](int s) { return __ldcg(&g_counts[row_part + s][0]); },
+        [&](int s) { return g_entries<K> + static_cast<long long>(row_part + s) * (K > 0 ? K : 1); });
   }
 
   if constexpr (mode == 1)

@@ -3,70 +3,89 @@
 // times scaling. Mirrors runtime/cpu/ops_moe.cpp op_router: the logits are the CPU's eight-way dots, so
 // the ids match the CPU's exactly.
 //
-// Launch (common/kernel_launch_moe.cpp): grid (R, 1, 1), one block per row of router_threads(E) threads
-// (2 per expert, a multiple of 32 in [64, 1024]); no dynamic shared memory. Static shared memory: 4·D (the
-// row) + 8·E (σ and σ + bias) + E (chosen flags) + 512 bytes. Logits: a pair of threads per expert, each
-// holding four of the eight partial sums and reading four gate values at a time (one 8-byte load for
-// BF16), so one block streams the gate at far more than one 2-byte load per lane; top-k: K block-wide
-// arg-max passes.
+// Launch (common/kernel_launch_moe.cpp): grid (R, G, 1), blocks of 128 threads. Decode phases (R ≤
+// kRouterRows) take G = ceil(E / 16): block (r, g) scores experts 16g .. 16g + 15 of row r and hands
+// them to the module's score table; the row's last block to finish (a counter per row, reset by that
+// block) picks the top-k. Larger phases take G = 1: the row's block scores every expert itself. So the
+// gate streams through G·R blocks at once instead of R. Dynamic shared memory: 4·ceil4(D) (the row, fp32) +
+// kStageBytes (the gate staging of the four warps); static: 9·E + 512 bytes.
+//
+// Logits: a warp scores four experts, lane 8·e' + k keeping partial sum k (columns ≡ k mod 8, in
+// increasing order) of expert e'. With BF16 gates and D % 8 == 0 the warp streams the four rows with
+// 16-byte loads, kBatch loads a lane in flight, through a per-warp staging area in shared memory (the
+// loads are 8 columns wide, the sums one column a lane); the butterfly over the eight lanes forms the
+// CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats read element by element
+// (group8_dot). Top-k: K block-wide arg-max passes.
 #pragma once
 
 #include "kernel_abi.cuh"
 
 namespace dsv41k {
 namespace router_detail {
-__device__ constexpr long long static_shared_bytes(long long d, long long e) { return 4 * d + 9 * e + 512; }
+constexpr int kThreads = 128;   // four warps, four experts each
+constexpr int kExpertsPerBlock = 16;
+constexpr int kRouterRows = 16;  // phases of at most this many rows split a row's experts over blocks
+constexpr int kBatch = 16;       // 16-byte gate loads a lane has in flight (one 64-column tile each)
+constexpr int kStageRow = kBatch * 64 + 8;  // bf16 a staged expert row; ≡ 8 (mod 64): the four rows in distinct banks
+constexpr int kStageBytes = 4 * 4 * kStageRow * 2;  // four warps, four experts each
+__device__ constexpr long long static_shared_bytes(long long e) { return 9 * e + 512; }
+__device__ constexpr long long dynamic_shared_bytes(long long d) { return 4 * ((d + 3) / 4 * 4) + kStageBytes; }
+__device__ constexpr long long groups(long long rows, long long experts) {
+  return rows >= 1 && rows <= kRouterRows ? (experts + kExpertsPerBlock - 1) / kExpertsPerBlock : 1;
+}
 
 #ifndef DSV41_CONTRACT_SCAN
+// A split launch's scores, [row][σ of E, then σ + bias of E], and each row's count of finished blocks.
+template <long long E>
+__device__ float g_scores[kRouterRows * 2 * E];
+__device__ unsigned g_finished[kRouterRows];
 
-// Groups of eight whose gate loads a thread issues together: 16 BF16 loads of 8 bytes keep ~96 KB in
-// flight on the SM at 768 threads (the release gate); other formats take 8 (their dequantization needs
-// registers: 16 spill at 768 threads).
-template <int FMT>
-__device__ constexpr int batch() {
-  return FMT == WF_BF16 ? 16 : 8;
-}
-
-// acc[j] += w[j]·x_j, the product rounded, then the sum (no fused multiply-add: the CPU's order).
-__device__ __forceinline__ void add4(float* acc, const float* w, float4 x) {
-  acc[0] = __fadd_rn(acc[0], __fmul_rn(w[0], x.x));
-  acc[1] = __fadd_rn(acc[1], __fmul_rn(w[1], x.y));
-  acc[2] = __fadd_rn(acc[2], __fmul_rn(w[2], x.z));
-  acc[3] = __fadd_rn(acc[3], __fmul_rn(w[3], x.w));
-}
-
-// x·gate_rowᵀ as runtime/cpu/ops_common.cpp dot: partial sum k (k < 8) adds the products of columns
-// i ≡ k (mod 8) below n8 = D & ~7 in increasing i; the sum is ((a0 + a1) + (a2 + a3)) + ((a4 + a5) +
-// (a6 + a7)) + tail, the tail the remaining columns in order. Thread `half` of the pair (adjacent lanes)
-// keeps a_{4·half} .. a_{4·half+3} and forms its bracket; the xor-1 shuffle adds the two brackets
-// (fp32 addition commutes, so both lanes hold the same sum). Every lane of the warp must call it.
+// The logit of expert `e` (clamped to a real row by the caller) as lane 8·e' + k of the warp holds it:
+// the CPU's dot of gate row e with xs. Every lane of the warp must call it.
 template <int FMT, int D>
-__device__ __forceinline__ float pair_dot(Weight gate, long long row, const float* xs, int half) {
-  constexpr bool kVector = D % 4 == 0;
-  constexpr int groups = D / 8, kBatch = batch<FMT>();
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  int g = 0;
-  for (; g + kBatch <= groups; g += kBatch) {
-    float w[kBatch][4];
+__device__ __forceinline__ float expert_logit(Weight gate, int e, const float* xs, unsigned short* stage) {
+  const int lane = threadIdx.x & 31, k = lane & 7, sub = lane >> 3;
+  if constexpr (FMT == WF_BF16 && D % 8 == 0) {
+    constexpr int NC = D / 8, tiles = (NC + 7) / 8;  // 8-column chunks of a row; tiles of eight chunks
+    const uint4* row = reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(gate.data) +
+                                                      static_cast<long long>(e) * D);
+    unsigned short* mine = stage + sub * kStageRow;
+    float acc = 0.0f;
+    uint4 buf[kBatch];
 #pragma unroll
-    for (int b = 0; b < kBatch; ++b) weight_vec4<FMT, kVector>(gate, row, 8ll * (g + b) + 4 * half, D, w[b]);
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const float4 xv = *reinterpret_cast<const float4*>(xs + 8 * (g + b) + 4 * half);
-      add4(acc, w[b], xv);
+    for (int u = 0; u < kBatch; ++u) {
+      const int q = 8 * u + k;  // lane k loads chunk k of each tile
+      buf[u] = q < NC ? __ldg(row + q) : make_uint4(0u, 0u, 0u, 0u);
     }
+    for (int t0 = 0; t0 < tiles; t0 += kBatch) {
+      __syncwarp();  // the previous batch's reads are done
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) *reinterpret_cast<uint4*>(mine + 64 * u + 8 * k) = buf[u];
+      __syncwarp();
+      if (t0 + kBatch < tiles) {
+#pragma unroll
+        for (int u = 0; u < kBatch; ++u) {
+          const int q = 8 * (t0 + kBatch + u) + k;
+          buf[u] = q < NC ? __ldg(row + q) : make_uint4(0u, 0u, 0u, 0u);
+        }
+      }
+      const int batch_tiles = tiles - t0 < kBatch ? tiles - t0 : kBatch;
+      for (int u = 0; u < batch_tiles; ++u) {
+        const int c0 = 8 * (t0 + u), chunks = NC - c0 < 8 ? NC - c0 : 8;  // warp-uniform
+        const float* xt = xs + 8 * c0 + k;
+        const unsigned short* wt = mine + 64 * u + k;
+#pragma unroll
+        for (int m = 0; m < 8; ++m)
+          if (m < chunks) acc = __fadd_rn(acc, __fmul_rn(bf16_bits_to_float(wt[8 * m]), xt[8 * m]));
+      }
+    }
+    acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
+    acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
+    return __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
+  } else {
+    return group8_dot([&](long long i) { return weight_at<FMT>(gate, e, i, D); }, [&](long long i) { return xs[i]; },
+                      D, k);
   }
-  for (; g < groups; ++g) {
-    float w[4];
-    weight_vec4<FMT, kVector>(gate, row, 8ll * g + 4 * half, D, w);
-    const float4 xv = *reinterpret_cast<const float4*>(xs + 8 * g + 4 * half);
-    add4(acc, w, xv);
-  }
-  float sum = __fadd_rn(__fadd_rn(acc[0], acc[1]), __fadd_rn(acc[2], acc[3]));
-  sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-  float tail = 0.0f;
-  for (int i = 8 * groups; i < D; ++i) tail = __fadd_rn(tail, __fmul_rn(weight_at<FMT>(gate, row, i, D), xs[i]));
-  return __fadd_rn(sum, tail);
 }
 
 // (v, id) beats (w, jd): higher value, then lower id; id < 0 is "none".
@@ -85,42 +104,46 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
                                        Int normalize, Scratch ids, Scratch weights) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && experts >= 1 && topk >= 1 && topk <= experts, "router constants out of range");
-  static_assert(router_detail::static_shared_bytes(hidden, experts) <= 46 * 1024,
-                "the row and the expert scores must fit static shared memory");
+  static_assert(router_detail::static_shared_bytes(experts) <= 46 * 1024, "the expert scores must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
   using namespace router_detail;
   constexpr int D = static_cast<int>(hidden), E = static_cast<int>(experts), K = static_cast<int>(topk);
   const float kInf = __int_as_float(0x7f800000);
-  __shared__ __align__(16) float xs[D];  // float4 reads
+  extern __shared__ __align__(16) unsigned char dyn_router[];
+  float* xs = reinterpret_cast<float*>(dyn_router);                                 // [D]
+  unsigned short* stage = reinterpret_cast<unsigned short*>(dyn_router + 4 * ((D + 3) / 4 * 4));  // [4][4][kStageRow]
   __shared__ float score[E];
   __shared__ float biased[E];
   __shared__ unsigned char chosen[E];
   __shared__ float red_v[32];
   __shared__ int red_i[32];
   __shared__ int order[K];
+  __shared__ int last;
 
   const long long r = blockIdx.x;
   if (r >= rows) return;
+  const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
+  if (G > 1 && rows > kRouterRows) return;  // a grid the score table cannot hold (the launch never gives one)
   int* idr = static_cast<int*>(ids) + r * K;
   float* wr = static_cast<float*>(weights) + r * K;
   if (row_slot(statics, r) < 0) {
-    for (int k = threadIdx.x; k < K; k += blockDim.x) {
-      idr[k] = 0;
-      wr[k] = 0.0f;
-    }
+    if (g == 0)
+      for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        idr[k] = 0;
+        wr[k] = 0.0f;
+      }
     return;
   }
   for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
-  for (int e = threadIdx.x; e < E; e += blockDim.x) chosen[e] = 0;
   __syncthreads();
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const int half = threadIdx.x & 1, pairs = blockDim.x >> 1;
-  for (int base = 0; base < E; base += pairs) {  // uniform over the block: every lane reaches the shuffle
-    const int e = base + (threadIdx.x >> 1);
+  // G > 1: this block's 16 experts; G = 1: all of them, 16 at a time.
+  for (int e0 = g * kExpertsPerBlock; e0 < E; e0 += G * kExpertsPerBlock) {
+    const int e = e0 + 4 * warp + (lane >> 3);
     const bool valid = e < E;
-    const float logit = pair_dot<format_gate, D>(gate, valid ? e : 0, xs, half);
-    if (valid && half == 0) {
+    const float logit = expert_logit<format_gate, D>(gate, valid ? e : E - 1, xs, stage + warp * 4 * kStageRow);
+    if (valid && (lane & 7) == 0) {
       // softplus(v) = max(v, 0) + log1p(exp(−|v|)), each step rounded to fp32 as on the CPU.
       const float ex = static_cast<float>(exp(-static_cast<double>(fabsf(logit))));
       const float sp = __fadd_rn(logit < 0.0f ? 0.0f : logit, static_cast<float>(log1p(static_cast<double>(ex))));
@@ -131,6 +154,28 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       biased[e] = b;
     }
   }
+  if (G > 1) {
+    // Hand this block's experts over; the row's last block gathers every expert and picks.
+    float* table = g_scores<E> + r * 2 * E;
+    const int lo = g * kExpertsPerBlock, hi = lo + kExpertsPerBlock < E ? lo + kExpertsPerBlock : E;
+    __syncthreads();
+    for (int e = lo + static_cast<int>(threadIdx.x); e < hi; e += blockDim.x) {
+      table[e] = score[e];
+      table[E + e] = biased[e];
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&g_finished[r], 1u) == static_cast<unsigned>(G - 1);
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (threadIdx.x == 0) g_finished[r] = 0u;  // for the next launch
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+      score[e] = __ldcg(table + e);
+      biased[e] = __ldcg(table + E + e);
+    }
+  }
+  for (int e = threadIdx.x; e < E; e += blockDim.x) chosen[e] = 0;
   __syncthreads();
 
   for (int k = 0; k < K; ++k) {

@@ -79,7 +79,10 @@ const fs::path& scratch_dir() {
 }
 
 std::string row_class(const std::string& op, int64_t rows) {
-  constexpr int64_t kGroupedRows = 16;  // kernels/moe_grouped.cuh kMoeRows
+  // kernels/moe_grouped.cuh kMoeRows; kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows
+  // and kernels/hc_mix.cuh kMixRows (a row's work split over blocks, merged by its last block)
+  constexpr int64_t kGroupedRows = 16, kSplitRows = 16;
+  if (op == "index_select" || op == "router" || op == "hc_mix") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
   if (op != "moe_experts" && op != "shared_expert") return "";
   return rows <= kGroupedRows ? " (grouped rows)" : " (a block a row)";
 }
