@@ -13,13 +13,17 @@ Result<LaunchDims> launch_rmsnorm(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_rope(const Call& call, const CallEnv& env) {
-  constexpr int64_t kThreads = 256;  // kernels/rope.cuh: one block per row, the cos/sin table in one pass
+  constexpr int64_t kThreads = 256;  // kernels/rope.cuh: blocks of whole heads, the cos/sin table in one pass
   const int64_t rope_dim = call.constant("rope_dim");
   if (rope_dim / 2 > kThreads)
     return Status::errorf("op rope: rope_dim {} is above the kernel's limit {}", rope_dim, 2 * kThreads);
+  // Blocks of whole heads, about 2048 elements each (rope_detail::heads_per_block).
+  const int64_t head_dim = call.constant("head_dim"), heads = call.constant("heads");
+  const int64_t per_block = head_dim >= 2048 ? 1 : 2048 / std::max<int64_t>(1, head_dim);
   LaunchDims d;
   d.block = kThreads;
   d.grid[0] = env.rows;
+  d.grid[1] = ceil_div(heads, per_block);
   return d;
 }
 

@@ -11,11 +11,14 @@
 // (ramp bounds from corr(t) = rope_dim·ln(Lo/(2π·t)) / (2·ln theta), floor/ceil, the hi == lo nudge).
 // The RoPE Float arguments arrive as fp32 (the Real of kernels/kernel_abi.cuh) and are widened to fp64.
 //
-// Launch (common/kernel_launch_rows.cpp): block 256 threads, grid (R): one block per row. Threads
-// 0 .. rope_dim/2 − 1 first compute the row's cos/sin table in static shared memory; then threads
-// stride over the row's heads·head_dim elements. No dynamic shared memory. A negative position of an
-// active row reports ERR_STATICS (the CPU op refuses it); the row is still rotated (nothing is indexed
-// by the position).
+// Launch (common/kernel_launch_rows.cpp): block 256 threads, grid (R, ceil(heads / HB)): block (r, g)
+// takes heads g·HB .. g·HB + HB − 1 of row r (heads_per_block(): about 2048 elements a block). Threads
+// 0 .. rope_dim/2 − 1 of every block first compute the row's cos/sin table in static shared memory
+// (the same bits in each block). With head_dim and O even (the model's shapes) a thread takes whole
+// pairs, kPairs of them, all loaded before any is stored (so the loads are in flight together; `out`
+// may be `x`), and an in-place call stores only the rotated pairs; other shapes stride over the
+// elements one at a time. No dynamic shared memory. A negative position of an active row reports
+// ERR_STATICS (the CPU op refuses it); the row is still rotated (nothing is indexed by the position).
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -23,6 +26,10 @@
 namespace dsv41k {
 namespace rope_detail {
 constexpr int kThreads = 256;
+constexpr long long kBlockElements = 2048;  // elements a block takes, about (whole heads)
+__device__ constexpr long long heads_per_block(long long head_dim) {
+  return head_dim >= kBlockElements ? 1 : kBlockElements / head_dim;
+}
 
 // freq_i of docs/model.md §3 in fp64, as runtime/cpu/rope_math.cpp's rope_frequencies.
 __device__ __forceinline__ double frequency(long long i, long long rope_dim, double theta, double yarn_factor,
@@ -73,17 +80,24 @@ __device__ __forceinline__ void rope(Rows rows, Statics statics, Scratch x, Scra
   static_assert(dtype_out == DT_F32 || dtype_out == DT_BF16, "out is F32 or BF16");
   constexpr int T = rope_detail::kThreads;
   constexpr long long P = rope_dim / 2, O = head_dim - rope_dim, W = heads * head_dim;
+  constexpr long long HB = rope_detail::heads_per_block(head_dim);
+  constexpr long long BW = HB * head_dim;                                   // elements of a full block
+  constexpr bool kPairwise = head_dim % 2 == 0 && O % 2 == 0 && BW / 2 <= 16 * T;
+  constexpr int kPairs = static_cast<int>(kPairwise ? (BW / 2 + T - 1) / T : 1);  // pairs a thread takes
   __shared__ float cs[P > 0 ? P : 1], sn[P > 0 ? P : 1];
   const long long r = blockIdx.x;
   if (r >= rows) return;
   const int tid = threadIdx.x;
-  const long long off = r * W;
+  const long long h0 = static_cast<long long>(blockIdx.y) * HB;
+  if (h0 >= heads) return;
+  const long long off = r * W + h0 * head_dim;                              // this block's first element
+  const long long n = (heads - h0 < HB ? heads - h0 : HB) * head_dim;      // and its element count
   if (row_slot(statics, r) < 0) {
-    for (long long e = tid; e < W; e += T) store<dtype_out>(out, off + e, 0.0f);
+    for (long long e = tid; e < n; e += T) store<dtype_out>(out, off + e, 0.0f);
     return;
   }
   const long long position = row_position(statics, r);
-  if (position < 0 && tid == 0) report_error(errors, ERR_STATICS);
+  if (position < 0 && tid == 0 && blockIdx.y == 0) report_error(errors, ERR_STATICS);
   if (tid < P) {
     const double freq = rope_detail::frequency(tid, rope_dim, static_cast<double>(theta), static_cast<double>(yarn_factor),
                                                yarn_original, static_cast<double>(beta_fast),
@@ -91,16 +105,47 @@ __device__ __forceinline__ void rope(Rows rows, Statics statics, Scratch x, Scra
     rope_detail::angle_cos_sin(freq, position, inverse == 1, cs[tid], sn[tid]);
   }
   __syncthreads();
-  for (long long e = tid; e < W; e += T) {
-    const long long k = e % head_dim;
-    if (k < O) {
-      store<dtype_out>(out, off + e, load<dtype_x>(x, off + e));
-    } else if (((k - O) & 1) == 0) {
-      const long long i = (k - O) >> 1;
-      float a, b;
-      rope_detail::rotate_pair(load<dtype_x>(x, off + e), load<dtype_x>(x, off + e + 1), cs[i], sn[i], a, b);
-      store<dtype_out>(out, off + e, a);
-      store<dtype_out>(out, off + e + 1, b);
+  if constexpr (kPairwise) {
+    // Pair u holds elements 2u, 2u + 1 of the block; a pair is rotated (k ≥ O) or passed through whole.
+    const bool in_place = dtype_x == dtype_out && x == out;
+    float a[kPairs], b[kPairs];
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) {
+      const long long e = 2 * (tid + static_cast<long long>(j) * T);
+      const bool pass = e % head_dim < O;
+      if (e < n && !(pass && in_place)) {
+        a[j] = load<dtype_x>(x, off + e);
+        b[j] = load<dtype_x>(x, off + e + 1);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) {
+      const long long e = 2 * (tid + static_cast<long long>(j) * T), k = e % head_dim;
+      if (e >= n) continue;
+      if (k < O) {
+        if (in_place) continue;
+        store<dtype_out>(out, off + e, a[j]);
+        store<dtype_out>(out, off + e + 1, b[j]);
+      } else {
+        const long long i = (k - O) >> 1;
+        float c0, c1;
+        rope_detail::rotate_pair(a[j], b[j], cs[i], sn[i], c0, c1);
+        store<dtype_out>(out, off + e, c0);
+        store<dtype_out>(out, off + e + 1, c1);
+      }
+    }
+  } else {
+    for (long long e = tid; e < n; e += T) {
+      const long long k = e % head_dim;  // off is a whole head
+      if (k < O) {
+        store<dtype_out>(out, off + e, load<dtype_x>(x, off + e));
+      } else if (((k - O) & 1) == 0) {
+        const long long i = (k - O) >> 1;
+        float c0, c1;
+        rope_detail::rotate_pair(load<dtype_x>(x, off + e), load<dtype_x>(x, off + e + 1), cs[i], sn[i], c0, c1);
+        store<dtype_out>(out, off + e, c0);
+        store<dtype_out>(out, off + e + 1, c1);
+      }
     }
   }
 }
