@@ -9,8 +9,9 @@
 // (threads strided over the inputs four at a time, one vector load of fn per column), reduces each
 // column warp-wise then across warps in a fixed order; a split row's blocks hand their sums to the
 // module's table and the row's last block (a counter per row, reset by that block) adds them in slice
-// order, so a run's bits repeat. ρ, the activations and the Sinkhorn passes on the S×S comb (tiny) run
-// in thread 0, in the exact order and rounding points of runtime/cpu/ops_hc.cpp. No dynamic shared memory.
+// order, so a run's bits repeat. ρ, the activations (a lane a column) and the Sinkhorn passes on the S×S
+// comb (a lane a row or column) run in warp 0, in the exact order and rounding points of
+// runtime/cpu/ops_hc.cpp. No dynamic shared memory.
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -32,11 +33,16 @@ __device__ unsigned g_finished[kMixRows];
 
 __device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
-// The Sinkhorn passes of docs/model.md §5 on an S×S comb, in place (runtime/cpu/ops_hc.cpp's sinkhorn).
+// The Sinkhorn passes of docs/model.md §5 on an S×S comb in shared memory, in place, by the lanes of
+// one warp: lane i normalises row i, lane j column j (runtime/cpu/ops_hc.cpp's sinkhorn does the rows,
+// then the columns, one after another; each row's and each column's operations are the same here, in
+// the same order, so the bits are too). Every lane of the warp calls it.
 template <long long S>
-__device__ __forceinline__ void sinkhorn(float* c, long long iters, float eps) {
-  for (long long i = 0; i < S; ++i) {  // row softmax, then + eps
-    float* row = c + i * S;
+__device__ __forceinline__ void sinkhorn(float* c, long long iters, float eps, int lane) {
+  static_assert(S <= 32, "a lane per row");
+  __syncwarp();  // the comb was written by other lanes
+  if (lane < S) {  // row softmax, then + eps
+    float* row = c + lane * S;
     float top = row[0];
     for (long long j = 1; j < S; ++j) top = row[j] > top ? row[j] : top;  // std::max_element: first maximum
     float total = 0.0f;
@@ -44,19 +50,21 @@ __device__ __forceinline__ void sinkhorn(float* c, long long iters, float eps) {
     for (long long j = 0; j < S; ++j) row[j] = __fadd_rn(__fdiv_rn(row[j], total), eps);
   }
   auto columns = [&] {
-    for (long long j = 0; j < S; ++j) {
+    __syncwarp();
+    if (lane < S) {
       float total = 0.0f;
-      for (long long i = 0; i < S; ++i) total = __fadd_rn(total, c[i * S + j]);
+      for (long long i = 0; i < S; ++i) total = __fadd_rn(total, c[i * S + lane]);
       const float den = __fadd_rn(total, eps);
-      for (long long i = 0; i < S; ++i) c[i * S + j] = __fdiv_rn(c[i * S + j], den);
+      for (long long i = 0; i < S; ++i) c[i * S + lane] = __fdiv_rn(c[i * S + lane], den);
     }
   };
   auto rows = [&] {
-    for (long long i = 0; i < S; ++i) {
+    __syncwarp();
+    if (lane < S) {
       float total = 0.0f;
-      for (long long j = 0; j < S; ++j) total = __fadd_rn(total, c[i * S + j]);
+      for (long long j = 0; j < S; ++j) total = __fadd_rn(total, c[lane * S + j]);
       const float den = __fadd_rn(total, eps);
-      for (long long j = 0; j < S; ++j) c[i * S + j] = __fdiv_rn(c[i * S + j], den);
+      for (long long j = 0; j < S; ++j) c[lane * S + j] = __fdiv_rn(c[lane * S + j], den);
     }
   };
   columns();
@@ -64,6 +72,7 @@ __device__ __forceinline__ void sinkhorn(float* c, long long iters, float eps) {
     rows();
     columns();
   }
+  __syncwarp();
 }
 }  // namespace hc_mix_detail
 
@@ -87,6 +96,7 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   __shared__ float m[M];
   __shared__ float sumsq;
   __shared__ int last;
+  __shared__ float result[M];  // pre, post, then the comb
   const long long r = blockIdx.x;
   if (r >= rows) return;
   const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
@@ -159,21 +169,19 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     }
     __syncthreads();
   }
-  if (tid != 0) return;
-  const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(W)) + eps);
-  float result[M];
-  for (long long k = 0; k < M; ++k) m[k] = __fmul_rn(m[k], rho);
+  // Warp 0 finishes the row: each lane the columns k ≡ lane (mod 32), then the Sinkhorn passes.
+  if (tid >= 32) return;
+  const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(W)) + eps);  // the same bits in every lane
   auto base_at = [&](long long i) { return weight_at<format_base>(base, i); };
   auto scale_at = [&](long long i) { return weight_at<format_scale>(scale, i); };
-  for (long long s = 0; s < S; ++s) {
-    result[s] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale_at(0), m[s]), base_at(s))), hc_eps);
-    result[S + s] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), m[S + s]), base_at(S + s))));
+  for (long long k = lane; k < M; k += 32) {
+    const float mk = __fmul_rn(m[k], rho);
+    if (k < S) result[k] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale_at(0), mk), base_at(k))), hc_eps);
+    else if (k < 2 * S) result[k] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), mk), base_at(k))));
+    else result[k] = __fadd_rn(__fmul_rn(scale_at(2), mk), base_at(k));
   }
-  float* comb = result + 2 * S;
-  for (long long k = 0; k < S * S; ++k)
-    comb[k] = __fadd_rn(__fmul_rn(scale_at(2), m[2 * S + k]), base_at(2 * S + k));
-  sinkhorn<S>(comb, sinkhorn_iters, hc_eps);
-  for (long long k = 0; k < M; ++k) o[k] = result[k];
+  sinkhorn<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
+  for (long long k = lane; k < M; k += 32) o[k] = result[k];
 #endif
 }
 
