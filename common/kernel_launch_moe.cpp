@@ -38,18 +38,17 @@ LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {
 
 }  // namespace
 
-// kernels/router.cuh (mirrors router_detail): blocks of four warps scoring 16 experts; decode phases
-// spread a row's experts over ceil(E / 16) blocks (the row's last block picks the top-k), larger
-// phases keep a block a row. The row sits in dynamic shared memory beside the warps' gate staging.
-constexpr int64_t kRouterThreads = 128, kRouterExpertsPerBlock = 16, kRouterRows = 16;
-constexpr int64_t kRouterStageBytes = 4 * 4 * (16 * 64 + 8) * 2;
+// kernels/router.cuh (mirrors router_detail): blocks of one warp scoring four experts; decode phases
+// spread a row's experts over ceil(E / 4) blocks (the row's last block picks the top-k), larger phases
+// keep a block a row. The row (fp32) and the four staged gate rows (bf16) sit in dynamic shared memory.
+constexpr int64_t kRouterThreads = 32, kRouterExpertsPerBlock = 4, kRouterRows = 16;
 
 Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
   const int64_t experts = call.constant("experts"), hidden = call.constant("hidden");
   LaunchDims d = per_row(env, 9 * experts + 512);
   d.block = kRouterThreads;
   if (env.rows <= kRouterRows) d.grid[1] = ceil_div(experts, kRouterExpertsPerBlock);
-  d.dynamic_shared = 4 * ceil_div(hidden, 4) * 4 + kRouterStageBytes;
+  d.dynamic_shared = 4 * ceil_div(hidden, 4) * 4 + 4 * 2 * (hidden + 8);
   d.bounds.push_back({"router shared memory", d.dynamic_shared + 9 * experts + 512, 0});
   return d;
 }

@@ -3,33 +3,35 @@
 // times scaling. Mirrors runtime/cpu/ops_moe.cpp op_router: the logits are the CPU's eight-way dots, so
 // the ids match the CPU's exactly.
 //
-// Launch (common/kernel_launch_moe.cpp): grid (R, G, 1), blocks of 128 threads. Decode phases (R ≤
-// kRouterRows) take G = ceil(E / 16): block (r, g) scores experts 16g .. 16g + 15 of row r and hands
-// them to the module's score table; the row's last block to finish (a counter per row, reset by that
-// block) picks the top-k. Larger phases take G = 1: the row's block scores every expert itself. So the
-// gate streams through G·R blocks at once instead of R. Dynamic shared memory: 4·ceil4(D) (the row, fp32) +
-// kStageBytes (the gate staging of the four warps); static: 9·E + 512 bytes.
+// Launch (common/kernel_launch_moe.cpp): grid (R, G, 1), blocks of one warp scoring four experts.
+// Decode phases (R ≤ kRouterRows) take G = ceil(E / 4): block (r, g) scores experts 4g .. 4g + 3 of
+// row r and hands them to the module's score table; the row's last block to finish (a counter per row,
+// reset by that block) picks the top-k. Larger phases take G = 1: the row's block scores every expert
+// itself, four at a time. So the gate streams through G·R blocks at once instead of R. Dynamic shared
+// memory: 4·ceil4(D) (room for the row in its dtype) + 4·2·(D + 8) (the four gate rows, bf16); static:
+// 9·E + 512 bytes.
 //
-// Logits: a warp scores four experts, lane 8·e' + k keeping partial sum k (columns ≡ k mod 8, in
-// increasing order) of expert e'. With BF16 gates and D % 8 == 0 the warp streams the four rows with
-// 16-byte loads, kBatch loads a lane in flight, through a per-warp staging area in shared memory (the
-// loads are 8 columns wide, the sums one column a lane); the butterfly over the eight lanes forms the
-// CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats read element by element
-// (group8_dot). Top-k: K block-wide arg-max passes.
+// Logits: lane 8·e' + k keeps partial sum k (columns ≡ k mod 8, in increasing order) of expert e'.
+// With BF16 gates and D % 8 == 0 the warp copies the four rows whole into shared memory with
+// cp.async (16 bytes a copy, every copy in flight at once, in kParts groups so the sums start on the
+// first part while the rest lands) and each lane then walks its column class there; the butterfly
+// over the eight lanes forms the CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats
+// read element by element (group8_dot). Top-k: K warp-wide arg-max passes.
 #pragma once
 
 #include "kernel_abi.cuh"
 
 namespace dsv41k {
 namespace router_detail {
-constexpr int kThreads = 128;   // four warps, four experts each
-constexpr int kExpertsPerBlock = 16;
+constexpr int kThreads = 32;          // one warp, four experts
+constexpr int kExpertsPerBlock = 4;
 constexpr int kRouterRows = 16;  // phases of at most this many rows split a row's experts over blocks
-constexpr int kBatch = 16;       // 16-byte gate loads a lane has in flight (one 64-column tile each)
-constexpr int kStageRow = kBatch * 64 + 8;  // bf16 a staged expert row; ≡ 8 (mod 64): the four rows in distinct banks
-constexpr int kStageBytes = 4 * 4 * kStageRow * 2;  // four warps, four experts each
+constexpr int kParts = 4;        // cp.async groups a gate row is copied in
+__device__ constexpr long long stage_row(long long d) { return d + 8; }  // bf16; the four rows in other banks
 __device__ constexpr long long static_shared_bytes(long long e) { return 9 * e + 512; }
-__device__ constexpr long long dynamic_shared_bytes(long long d) { return 4 * ((d + 3) / 4 * 4) + kStageBytes; }
+__device__ constexpr long long dynamic_shared_bytes(long long d) {
+  return 4 * ((d + 3) / 4 * 4) + 4 * 2 * stage_row(d);
+}
 __device__ constexpr long long groups(long long rows, long long experts) {
   return rows >= 1 && rows <= kRouterRows ? (experts + kExpertsPerBlock - 1) / kExpertsPerBlock : 1;
 }
@@ -40,51 +42,57 @@ template <long long E>
 __device__ float g_scores[kRouterRows * 2 * E];
 __device__ unsigned g_finished[kRouterRows];
 
-// The logit of expert `e` (clamped to a real row by the caller) as lane 8·e' + k of the warp holds it:
-// the CPU's dot of gate row e with xs. Every lane of the warp must call it.
-template <int FMT, int D>
-__device__ __forceinline__ float expert_logit(Weight gate, int e, const float* xs, unsigned short* stage) {
+__device__ __forceinline__ void cp_async16(void* shared, const void* global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// The logit of expert e0 + e' for lane 8·e' + k: the CPU's dot of gate row e0 + e' with xs (rows at or
+// past E are not read; their lanes' results mean nothing). Every lane of the warp must call it.
+template <int FMT, int DTX, int D>
+__device__ __forceinline__ float expert_logit(Weight gate, int e0, int E, const void* xs, unsigned short* stage) {
   const int lane = threadIdx.x & 31, k = lane & 7, sub = lane >> 3;
   if constexpr (FMT == WF_BF16 && D % 8 == 0) {
-    constexpr int NC = D / 8, tiles = (NC + 7) / 8;  // 8-column chunks of a row; tiles of eight chunks
-    const uint4* row = reinterpret_cast<const uint4*>(static_cast<const unsigned short*>(gate.data) +
-                                                      static_cast<long long>(e) * D);
-    unsigned short* mine = stage + sub * kStageRow;
-    float acc = 0.0f;
-    uint4 buf[kBatch];
+    static_assert(kParts == 4, "the waits below count four groups");
+    constexpr int NC = D / 8, RS = static_cast<int>(stage_row(D));  // 8-column chunks a row; staged row stride
+    const unsigned short* g = static_cast<const unsigned short*>(gate.data);
+    __syncwarp();  // the previous experts' sums are done with the stage
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int q = 8 * u + k;  // lane k loads chunk k of each tile
-      buf[u] = q < NC ? __ldg(row + q) : make_uint4(0u, 0u, 0u, 0u);
+    for (int part = 0; part < kParts; ++part) {
+      const int q0 = NC * part / kParts, n = NC * (part + 1) / kParts - q0;
+      for (int t = lane; t < 4 * n; t += 32) {
+        const int row = t / n, q = q0 + t % n;
+        if (e0 + row < E) cp_async16(stage + row * RS + 8 * q, g + static_cast<long long>(e0 + row) * D + 8 * q);
+      }
+      cp_async_commit();
     }
-    for (int t0 = 0; t0 < tiles; t0 += kBatch) {
-      __syncwarp();  // the previous batch's reads are done
+    const unsigned short* w = stage + sub * RS + k;
+    float acc = 0.0f;
 #pragma unroll
-      for (int u = 0; u < kBatch; ++u) *reinterpret_cast<uint4*>(mine + 64 * u + 8 * k) = buf[u];
-      __syncwarp();
-      if (t0 + kBatch < tiles) {
-#pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          const int q = 8 * (t0 + kBatch + u) + k;
-          buf[u] = q < NC ? __ldg(row + q) : make_uint4(0u, 0u, 0u, 0u);
-        }
-      }
-      const int batch_tiles = tiles - t0 < kBatch ? tiles - t0 : kBatch;
-      for (int u = 0; u < batch_tiles; ++u) {
-        const int c0 = 8 * (t0 + u), chunks = NC - c0 < 8 ? NC - c0 : 8;  // warp-uniform
-        const float* xt = xs + 8 * c0 + k;
-        const unsigned short* wt = mine + 64 * u + k;
-#pragma unroll
-        for (int m = 0; m < 8; ++m)
-          if (m < chunks) acc = __fadd_rn(acc, __fmul_rn(bf16_bits_to_float(wt[8 * m]), xt[8 * m]));
-      }
+    for (int part = 0; part < kParts; ++part) {
+      if (part == 0) cp_async_wait<3>();
+      else if (part == 1) cp_async_wait<2>();
+      else if (part == 2) cp_async_wait<1>();
+      else cp_async_wait<0>();
+      __syncwarp();  // other lanes' copies of this part have landed
+      const int q0 = NC * part / kParts, q1 = NC * (part + 1) / kParts;
+#pragma unroll 8
+      for (int q = q0; q < q1; ++q) acc = __fadd_rn(acc, __fmul_rn(bf16_bits_to_float(w[8 * q]), load<DTX>(xs, 8 * q + k)));
     }
     acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
     acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
     return __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
   } else {
-    return group8_dot([&](long long i) { return weight_at<FMT>(gate, e, i, D); }, [&](long long i) { return xs[i]; },
-                      D, k);
+    cp_async_wait<0>();  // the row
+    __syncwarp();
+    const int e = e0 + sub < E ? e0 + sub : E - 1;
+    return group8_dot([&](long long i) { return weight_at<FMT>(gate, e, i, D); },
+                      [&](long long i) { return load<DTX>(xs, i); }, D, k);
   }
 }
 
@@ -110,8 +118,8 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   constexpr int D = static_cast<int>(hidden), E = static_cast<int>(experts), K = static_cast<int>(topk);
   const float kInf = __int_as_float(0x7f800000);
   extern __shared__ __align__(16) unsigned char dyn_router[];
-  float* xs = reinterpret_cast<float*>(dyn_router);                                 // [D]
-  unsigned short* stage = reinterpret_cast<unsigned short*>(dyn_router + 4 * ((D + 3) / 4 * 4));  // [4][4][kStageRow]
+  void* xs = dyn_router;  // [D] in x's dtype
+  unsigned short* stage = reinterpret_cast<unsigned short*>(dyn_router + 4 * ((D + 3) / 4 * 4));  // [4][D + 8]
   __shared__ float score[E];
   __shared__ float biased[E];
   __shared__ unsigned char chosen[E];
@@ -134,15 +142,22 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       }
     return;
   }
-  for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
+  if constexpr (D % 8 == 0) {  // the row by cp.async too (its own group, before the gate's)
+    constexpr int kChunks = D * (dtype_x == DT_F32 ? 4 : 2) / 16;
+    const unsigned char* xr = static_cast<const unsigned char*>(x) + r * D * (dtype_x == DT_F32 ? 4 : 2);
+    for (int c = threadIdx.x; c < kChunks; c += blockDim.x) cp_async16(dyn_router + 16 * c, xr + 16 * c);
+    cp_async_commit();  // waited for with the gate's first part (groups complete in order)
+  } else {
+    for (int i = threadIdx.x; i < D; i += blockDim.x) store<dtype_x>(xs, i, load<dtype_x>(x, r * D + i));
+  }
   __syncthreads();
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  // G > 1: this block's 16 experts; G = 1: all of them, 16 at a time.
+  // G > 1: this block's four experts; G = 1: all of them, four at a time.
   for (int e0 = g * kExpertsPerBlock; e0 < E; e0 += G * kExpertsPerBlock) {
-    const int e = e0 + 4 * warp + (lane >> 3);
+    const int e = e0 + (lane >> 3);
     const bool valid = e < E;
-    const float logit = expert_logit<format_gate, D>(gate, valid ? e : E - 1, xs, stage + warp * 4 * kStageRow);
+    const float logit = expert_logit<format_gate, dtype_x, D>(gate, e0, E, xs, stage);
     if (valid && (lane & 7) == 0) {
       // softplus(v) = max(v, 0) + log1p(exp(−|v|)), each step rounded to fp32 as on the CPU.
       const float ex = static_cast<float>(exp(-static_cast<double>(fabsf(logit))));
