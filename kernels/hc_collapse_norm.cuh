@@ -3,9 +3,9 @@
 // mix columns [0, S)), out = b(h·(mean(h²) + eps)^−½·norm); inactive rows get zeros.
 //
 // Launch (common/kernel_launch_hc.cpp): block 256 threads, grid (R): one block per row. Each thread
-// owns the columns d ≡ threadIdx.x (mod 256). Rows of at most 256·kKept columns keep each thread's h[d]
-// in registers, all formed (every load in flight) before the block-wide sum of squares; wider rows form
-// h[d] twice (the same fp32 operations, so the same bits). No dynamic shared memory.
+// owns the columns d ≡ threadIdx.x (mod 256); it forms h[d] twice (once for the block-wide sum of
+// squares, once for the output; the same fp32 operations, so the same bits) instead of keeping the
+// row in shared memory. No dynamic shared memory.
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -13,7 +13,6 @@
 namespace dsv41k {
 namespace hc_collapse_norm_detail {
 constexpr int kThreads = 256;
-constexpr int kKept = 32;  // h values a thread keeps in registers, at most
 
 // b(Σ_s pre[s]·x[s, d]) as runtime/cpu/ops_hc.cpp forms it (no fused multiply-add).
 template <long long hidden, long long streams, int dtype_x, int dtype_out>
@@ -48,27 +47,6 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   for (int s = tid; s < S; s += T) pre[s] = static_cast<const float*>(mix)[r * M + s];
   __syncthreads();
   const long long row_off = r * S * D;
-  constexpr int kPer = static_cast<int>((D + T - 1) / T);
-  if constexpr (kPer <= hc_collapse_norm_detail::kKept) {
-    float hv[kPer];
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const long long d = tid + static_cast<long long>(j) * T;
-      hv[j] = d < D ? hc_collapse_norm_detail::collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d) : 0.0f;
-    }
-    float sq = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j)
-      if (tid + static_cast<long long>(j) * T < D) sq += hv[j] * hv[j];
-    const float sum = block_sum(sq, red);
-    const float inv = 1.0f / sqrtf(__fdiv_rn(sum, static_cast<float>(D)) + eps);
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const long long d = tid + static_cast<long long>(j) * T;
-      if (d < D) store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(hv[j], inv), weight_at<format_norm>(norm, d)));
-    }
-    return;
-  }
   float sq = 0.0f;
   for (long long d = tid; d < D; d += T) {
     const float h = hc_collapse_norm_detail::collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);

@@ -62,8 +62,8 @@ constexpr int kTinyMinVariants = 166;        // both pack formats, worlds 1-4, a
 constexpr int kTinyMinQuantized = 50;        // of which read an fp8_tile32 or fp4_row32 weight
 constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2
 constexpr int kReleaseMinQuantized = 7;
-// rope and hc_collapse_norm: their release shapes take paths the tiny's do not (rope: several blocks a
-// row; hc_collapse_norm: a row of 7168 in registers).
+// rope: its release shapes take a path the tiny's do not (several blocks a row); hc_collapse_norm at the
+// release width.
 const std::set<std::string> kReleaseOps = {"moe_experts", "shared_expert", "sparse_attention", "index_select",
                                            "compress",    "linear",        "hc_mix",           "router",
                                            "rope",        "hc_collapse_norm"};
