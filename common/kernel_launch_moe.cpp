@@ -1,7 +1,7 @@
 // common/kernel_launch_moe.cpp — launches of the MoE ops (router, moe_experts, shared_expert); the
 // grids match the comments atop kernels/router.cuh, kernels/moe_experts.cuh and
-// kernels/shared_expert.cuh: the router's expert groups, or the experts' blocks of 256 threads (a block
-// a row, or the grouped decode launch).
+// kernels/shared_expert.cuh: the router's expert groups, or the experts' blocks of 256 threads (the grouped
+// decode launch; above kMoeRows rows the prefill launch with the tile's dynamic shared memory).
 #include <algorithm>
 
 #include "common/kernel_launch_ops.h"
@@ -30,9 +30,18 @@ int64_t expert_shared(const Call& call, int64_t choices) {
   return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f) + 4 * (4 * pairs + 2) + 4 * part + 4 + 4 * reduce;
 }
 
+// kernels/moe_prefill.cuh: above kMoeRows rows, at least kPrefillBlocks blocks claiming work items (the
+// per-row fallback strides over the rows), with two stages of gemm_tile.cuh's 64 x 128 x 32 bf16 tile.
+constexpr int64_t kPrefillBlocks = 264, kGemmSmemBytes = 2 * (64 + 128) * (32 + 8) * 2;
+
 LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {
   LaunchDims d = per_row(env, static_shared);
-  if (env.rows <= kMoeRows) d.grid[0] = kMoeBlocks;
+  if (env.rows <= kMoeRows) {
+    d.grid[0] = kMoeBlocks;
+  } else {
+    d.grid[0] = std::max(kPrefillBlocks, env.rows);
+    d.dynamic_shared = kGemmSmemBytes;
+  }
   return d;
 }
 

@@ -1,6 +1,7 @@
 // common/kernel_launch_products.cpp — launches of the product ops (linear, grouped_linear); the
 // grids match the comments atop kernels/linear.cuh and kernels/grouped_linear.cuh.
 #include "common/kernel_launch_ops.h"
+#include "common/weight_format.h"
 
 namespace dsv41 {
 namespace {
@@ -20,14 +21,40 @@ LaunchDims gemv_grid(int64_t columns, const CallEnv& env) {
   return d;
 }
 
+// kernels/linear.cuh tiled_takes: above 16 rows, bf16 x, a weight format the tile decodes, K (n) of
+// whole 32-column steps and every 128-column tile within one x range run the tiled tensor-core GEMM:
+// grid (ceil(R / 64), ceil(columns / 128)), two stages of the 64 x 128 x 32 bf16 tile in dynamic shared.
+constexpr int64_t kTileRows = 64, kTileCols = 128, kTileK = 32, kGemmSmemBytes = 2 * (64 + 128) * (32 + 8) * 2;
+
+bool tiled(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
+  if (env.rows <= 16 || n % kTileK != 0 || !one_x_range) return false;
+  const BufferDecl* x = env.buffer ? env.buffer(call.arg("x")) : nullptr;
+  const std::optional<WeightFormat> f = env.weight_format ? env.weight_format(call.arg("w").ints[0]) : std::nullopt;
+  return x && x->dtype == DType::BF16 && f &&
+         (*f == WeightFormat::BF16 || *f == WeightFormat::FP8Tile32 || *f == WeightFormat::FP8Row32 ||
+          *f == WeightFormat::FP4Row32);
+}
+
+LaunchDims product_grid(const Call& call, const CallEnv& env, int64_t columns, int64_t n, bool one_x_range) {
+  if (!tiled(call, env, n, one_x_range)) return gemv_grid(columns, env);
+  LaunchDims d;
+  d.block = 256;
+  d.grid[0] = ceil_div(env.rows, kTileRows);
+  d.grid[1] = ceil_div(columns, kTileCols);
+  d.dynamic_shared = kGemmSmemBytes;
+  return d;
+}
+
 }  // namespace
 
 Result<LaunchDims> launch_linear(const Call& call, const CallEnv& env) {
-  return gemv_grid(call.constant("out_features"), env);
+  return product_grid(call, env, call.constant("out_features"), call.constant("in_features"), true);
 }
 
 Result<LaunchDims> launch_grouped_linear(const Call& call, const CallEnv& env) {
-  return gemv_grid(call.constant("groups") * call.constant("out_per_group"), env);
+  const int64_t groups = call.constant("groups"), out_per_group = call.constant("out_per_group");
+  return product_grid(call, env, groups * out_per_group, call.constant("in_per_group"),
+                      groups == 1 || out_per_group % kTileCols == 0);
 }
 
 }  // namespace dsv41

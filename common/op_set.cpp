@@ -43,9 +43,10 @@ std::vector<OpSpec> build_specs() {
       {"router", {"hidden", "experts", "topk"},
        {{"x", S}, {"gate", W}, {"bias", W}, {"scaling", F}, {"normalize", I}, {"ids", S}, {"weights", S}}},
       {"moe_experts", {"hidden", "width", "experts", "topk"},
-       {{"x", S}, {"ids", S}, {"weights", S}, {"w1", WL}, {"w3", WL}, {"w2", WL}, {"limit", F}, {"out", S}}},
+       {{"x", S}, {"ids", S}, {"weights", S}, {"w1", WL}, {"w3", WL}, {"w2", WL}, {"limit", F}, {"out", S},
+        {"work", S}}},
       {"shared_expert", {"hidden", "width"},
-       {{"x", S}, {"w1", W}, {"w3", W}, {"w2", W}, {"limit", F}, {"out", S}}},
+       {{"x", S}, {"w1", W}, {"w3", W}, {"w2", W}, {"limit", F}, {"out", S}, {"work", S}}},
       // Engram (docs/ops.md "Engram"): hash of every Engram layer, lookback store, row gather, gate.
       {"engram_hash", {"layers", "max_n", "heads", "window"},
        {{"statics", SX}, {"lookback", ST}, {"token_map", IL}, {"pad_token", I}, {"multipliers", IL},

@@ -1,8 +1,9 @@
 // kernels/grouped_linear.cuh — block-diagonal product (docs/ops.md "grouped_linear"):
 // out[r, g·Og + o] = Σ_i x[r, g·Ig + i]·w[g·Og + o, i] for every active row; inactive rows get zeros.
 //
-// Launch (common/kernel_launch_products.cpp): the grid of kernels/linear.cuh over groups·out_per_group
-// columns; column c (group g = c / Og) reads weight row c and inputs x[r, g·Ig .. g·Ig + Ig).
+// Launch (common/kernel_launch_products.cpp): the grids of kernels/linear.cuh over groups·out_per_group
+// columns (the tiled one only where every 128-column tile lies in one group); column c (group g = c / Og)
+// reads weight row c and inputs x[r, g·Ig .. g·Ig + Ig).
 #pragma once
 
 #include "linear.cuh"
@@ -20,7 +21,10 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   static_assert(dtype_out == DT_F32 || dtype_out == DT_BF16, "out is F32 or BF16");
 #ifndef DSV41_CONTRACT_SCAN
   constexpr long long in_width = groups * in_per_group, out_width = groups * out_per_group;
-  linear_detail::product_block<dtype_x, format_w, dtype_out, out_per_group % gemv_detail::kGemvGroup == 0>(
+  linear_detail::product_block<
+      dtype_x, format_w, dtype_out, out_per_group % gemv_detail::kGemvGroup == 0,
+      linear_detail::tiled_takes(dtype_x, format_w, in_per_group,
+                                 groups == 1 || out_per_group % gemm_tile::kBN == 0)>(
       rows, statics, x, in_width, [](long long col) { return (col / out_per_group) * in_per_group; }, w,
       in_per_group, out, out_width, out_width);
 #endif

@@ -5,14 +5,23 @@
 // function of out_features alone. out_features only sizes the grid: it is a run-time parameter, and
 // the head's vocabulary rows (different on each rank) share one variant. Shapes the streaming path
 // does not take (f32 weights, rows not of whole 16-byte chunks) run the warp-per-column loop below
-// over the same grid.
+// over the same grid. Phases above kGemvRows rows with bf16 x, BF16/FP8/FP4 weights and K of whole
+// 32-column steps (tiled_takes) run the tiled tensor-core GEMM of kernels/gemm_tile.cuh instead: grid
+// (ceil(R / 64), ceil(out_features / 128)), gemm_tile::kGemmSmemBytes of dynamic shared memory.
 #pragma once
 
-#include "gemv_mma.cuh"
+#include "gemm_tile.cuh"
 
 namespace dsv41k {
 namespace linear_detail {
 constexpr int kRowsPerWarp = 4;
+
+// Whether a product compiles the tiled path above kGemvRows rows: bf16 x, a format the tile loader
+// decodes, K (n) of whole kBK steps, and every 128-column tile reading one x range (`group_cols`
+// columns share one: a multiple of kBN, or the whole width). common/kernel_launch_products.cpp: the same.
+__device__ constexpr bool tiled_takes(int dtype_x, int format_w, long long n, bool one_x_range) {
+  return dtype_x == DT_BF16 && gemm_tile::tile_takes(format_w) && n % gemm_tile::kBK == 0 && one_x_range;
+}
 
 #ifndef DSV41_CONTRACT_SCAN
 // One warp: out[r, col] = Σ_i x[r, x0 + i]·w[wrow, i] for i < n and rows row0 .. row0+kRowsPerWarp−1
@@ -87,15 +96,56 @@ __device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scrat
   }
 }
 
+// One block of the tiled grid (rows 64·blockIdx.x.., columns 128·blockIdx.y..): the tensor-core tile
+// where x is 16-byte aligned (rows of whole chunks: n % 32 == 0 already), else warp_rows_dot over the
+// same rows and columns.
+template <int dtype_x, int format_w, int dtype_out, class X0>
+__device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
+                                            Weight w, long long n, Scratch out, long long out_width,
+                                            long long columns) {
+  using gemm_tile::BRow;
+  extern __shared__ __align__(16) unsigned char dyn_smem[];
+  const long long row0 = static_cast<long long>(blockIdx.x) * gemm_tile::kBM,
+                  col0 = static_cast<long long>(blockIdx.y) * gemm_tile::kBN;
+  if (row0 >= rows || col0 >= columns) return;
+  const long long x0 = x0_of(col0);
+  const unsigned short* xs = static_cast<const unsigned short*>(x);
+  if ((reinterpret_cast<unsigned long long>(x) & 15) == 0 && x_width % 8 == 0 && x0 % 8 == 0) {
+    gemm_tile::gemm<format_w>(
+        reinterpret_cast<unsigned short*>(dyn_smem),
+        [&](int i) -> const unsigned short* { return row0 + i < rows ? xs + (row0 + i) * x_width + x0 : nullptr; },
+        [&](int j) { return col0 + j < columns ? BRow{w, col0 + j} : BRow{Weight{}, -1}; }, n,
+        [&](int i, int j, float v0, float v1) {
+          const long long r = row0 + i, c = col0 + j;
+          if (r >= rows) return;
+          const bool active = row_slot(statics, r) >= 0;
+          if (c < columns) store<dtype_out>(out, r * out_width + c, active ? v0 : 0.0f);
+          if (c + 1 < columns) store<dtype_out>(out, r * out_width + c + 1, active ? v1 : 0.0f);
+        });
+    return;
+  }
+  for (int cb = threadIdx.x >> 5; cb < gemm_tile::kBN && col0 + cb < columns; cb += gemv_detail::kGemvWarps)
+    for (long long r = row0; r < row0 + gemm_tile::kBM && r < rows; r += kRowsPerWarp)
+      warp_rows_dot<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of(col0 + cb), w, col0 + cb, n, out,
+                                                  out_width, col0 + cb, r);
+}
+
 // One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
 // BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX), else the CUDA-core body
 // (not compiled where the tensor-core body takes the variant: NVRTC time), else (f32 weights, rows not
 // of whole 16-byte chunks, unaligned buffers) the warp-per-column loop.
-template <int dtype_x, int format_w, int dtype_out, bool kGroupX, class X0>
+// kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs.
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
                                               long long columns) {
   using namespace gemv_detail;
+  if constexpr (kTiled) {
+    if (rows > kGemvRows) {
+      tiled_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns);
+      return;
+    }
+  }
   __shared__ float red[kGemvReduceFloats];
   const int split = gemv_split(columns);
   if (static_cast<long long>(blockIdx.x) * kGemvRows >= rows) return;
@@ -120,7 +170,8 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
                                        Int out_features) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
-  linear_detail::product_block<dtype_x, format_w, dtype_out, true>(
+  linear_detail::product_block<dtype_x, format_w, dtype_out, true,
+                               linear_detail::tiled_takes(dtype_x, format_w, in_features, true)>(
       rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
 #endif
 }

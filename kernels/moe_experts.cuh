@@ -3,17 +3,21 @@
 // g = x·w1ᵀ, u = x·w3ᵀ of expert id_k; inactive rows and width 0 give zeros. Each row adds its
 // experts' down-projections to out in selection order, starting from 0, as runtime/cpu/ops_moe.cpp.
 //
-// Launch (common/kernel_launch_moe.cpp): 256 threads a block, no dynamic shared memory. Phases of at
-// most kMoeRows rows (decode): grid (kMoeBlocks, 1, 1), the grouped path of kernels/moe_grouped.cuh
-// (each selected expert read once for all its rows, the whole GPU busy). Larger phases: grid (R, 1, 1),
-// a block a row with the CPU's eight-way dots (the same bits), below. Static shared memory: 4·D (the
-// row) + 4·F (one expert's activation) + the grouped path's tables. Per row and expert:
+// Launch (common/kernel_launch_moe.cpp): 256 threads a block. Phases of at most kMoeRows rows (decode):
+// grid (kMoeBlocks, 1, 1), no dynamic shared memory, the grouped path of kernels/moe_grouped.cuh (each
+// selected expert read once for all its rows, the whole GPU busy). Larger phases (prefill): grid
+// (max(kPrefillBlocks, R), 1, 1) with gemm_tile::kGemmSmemBytes of dynamic shared memory: with bf16
+// activations the grouped tensor-core GEMMs of kernels/moe_prefill.cuh (act and the sorted pairs in
+// `work`: R·K·F bf16, then R·K int32); otherwise (f32 check mode) a block a row, rows grid-strided, with
+// the CPU's eight-way dots (the same bits), below. Static shared memory: 4·D (the row) + 4·F (one
+// expert's activation) + the grouped path's tables. Per row and expert:
 // one 8-lane group per activation column (lane k holds partial sum k of g and u), then one group
 // per output dim d adding the expert's w2 row dot into out[r, d] (the same lane each time).
 // `experts` (E) only bounds the ids: a run-time parameter.
 #pragma once
 
 #include "moe_grouped.cuh"
+#include "moe_prefill.cuh"
 
 namespace dsv41k {
 namespace moe_experts_detail {
@@ -64,7 +68,7 @@ namespace entry {
 template <long long hidden, long long width, long long topk, int dtype_x, int format_w1, int format_w3, int format_w2>
 __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors errors, Scratch x, Scratch ids,
                                             Scratch weights, WeightList w1, WeightList w3, WeightList w2, Real limit,
-                                            Scratch out, Int experts) {
+                                            Scratch out, Scratch work, Int experts) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && width >= 0 && topk >= 1, "moe_experts constants out of range");
   static_assert(moe_experts_detail::static_shared_bytes(hidden, width, topk) <= 46 * 1024,
@@ -81,28 +85,35 @@ __device__ __forceinline__ void moe_experts(Rows rows, Statics statics, Errors e
               rows, statics, errors, x, static_cast<const int*>(ids), static_cast<const float*>(weights), w1, w3, w2,
               Weight{}, Weight{}, Weight{}, limit, static_cast<float*>(out), experts))
         return;
+    } else {
+      if constexpr (moe_prefill::takes(dtype_x, format_w1, format_w3, format_w2, D, F))
+        if (moe_prefill::run<dtype_x, format_w1, format_w3, format_w2, D, F, K>(
+                rows, statics, errors, x, static_cast<const int*>(ids), static_cast<const float*>(weights), w1, w3,
+                w2, Weight{}, Weight{}, Weight{}, limit, static_cast<float*>(out), work, experts))
+          return;
     }
   }
-  const long long r = blockIdx.x;
-  if (r >= rows) return;
-  float* outr = static_cast<float*>(out) + r * D;
-  for (int d = threadIdx.x; d < D; d += blockDim.x) outr[d] = 0.0f;  // the sum starts at 0 (as on the CPU)
-  if (row_slot(statics, r) < 0) return;
-  const int* idr = static_cast<const int*>(ids) + r * K;
-  const float* wr = static_cast<const float*>(weights) + r * K;
-  if constexpr (F == 0) {  // no expert columns on this rank: out stays 0, the ids are still checked
-    for (int k = threadIdx.x; k < K; k += blockDim.x)
-      if (idr[k] < 0 || idr[k] >= experts) report_error(errors, ERR_EXPERT);
-  } else {
-    for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
-    __syncthreads();
-    for (int k = 0; k < K; ++k) {
-      const int e = idr[k];
-      if (e < 0 || e >= experts) {
-        if (threadIdx.x == 0) report_error(errors, ERR_EXPERT);
-        continue;
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {  // a block a row
+    float* outr = static_cast<float*>(out) + r * D;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) outr[d] = 0.0f;  // the sum starts at 0 (as on the CPU)
+    if (row_slot(statics, r) < 0) continue;
+    const int* idr = static_cast<const int*>(ids) + r * K;
+    const float* wr = static_cast<const float*>(weights) + r * K;
+    if constexpr (F == 0) {  // no expert columns on this rank: out stays 0, the ids are still checked
+      for (int k = threadIdx.x; k < K; k += blockDim.x)
+        if (idr[k] < 0 || idr[k] >= experts) report_error(errors, ERR_EXPERT);
+    } else {
+      __syncthreads();  // the previous row's last reads of xs
+      for (int i = threadIdx.x; i < D; i += blockDim.x) xs[i] = load<dtype_x>(x, r * D + i);
+      __syncthreads();
+      for (int k = 0; k < K; ++k) {
+        const int e = idr[k];
+        if (e < 0 || e >= experts) {
+          if (threadIdx.x == 0) report_error(errors, ERR_EXPERT);
+          continue;
+        }
+        add_expert<dtype_x, format_w1, format_w3, format_w2, D, F>(xs, w1[e], w3[e], w2[e], wr[k], limit, act, outr);
       }
-      add_expert<dtype_x, format_w1, format_w3, format_w2, D, F>(xs, w1[e], w3[e], w2[e], wr[k], limit, act, outr);
     }
   }
 #endif

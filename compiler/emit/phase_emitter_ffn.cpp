@@ -23,14 +23,18 @@ void PhaseEmitter::emit_ffn(int layer) {
     w3.push_back(weight(ep + "w3.weight"));
   }
   const int partial = buffer("partial", DType::F32, {c.hidden_size});
+  // The prefill experts' act and sorted pairs (kernels/moe_prefill.cuh): K·F bf16 and K int32 a row.
+  const int work = buffer("moe.work", DType::BF16, {c.num_experts_per_tok * (width + 2)});
   add(CallBuilder("moe_experts").k("hidden", c.hidden_size).k("width", width).k("experts", c.n_routed_experts)
           .k("topk", c.num_experts_per_tok).scratch("x", xn).scratch("ids", ids).scratch("weights", weights)
-          .weights("w1", w1).weights("w3", w3).weights("w2", w2).real("limit", c.swiglu_limit).scratch("out", partial));
+          .weights("w1", w1).weights("w3", w3).weights("w2", w2).real("limit", c.swiglu_limit).scratch("out", partial)
+          .scratch("work", work));
   if (c.n_shared_experts > 0) {
     const std::string sp = p + "ffn.shared_experts.";
     add(CallBuilder("shared_expert").k("hidden", c.hidden_size).k("width", width).scratch("x", xn)
             .weight("w1", weight(sp + "w1.weight")).weight("w3", weight(sp + "w3.weight"))
-            .weight("w2", weight(sp + "w2.weight")).real("limit", c.swiglu_limit).scratch("out", partial));
+            .weight("w2", weight(sp + "w2.weight")).real("limit", c.swiglu_limit).scratch("out", partial)
+            .scratch("work", work));
   }
   // Routed and shared partials are added before the one exchange of the sublayer.
   add(CallBuilder("exchange_sum").k("width", c.hidden_size).scratch("x", partial)

@@ -196,11 +196,13 @@ TEST(KernelPlan, AWeightListMixingFormatsIsRefused) {
   call.op = "shared_expert";
   call.constants = {{"hidden", 64}, {"width", 32}};
   call.args = {{"x", ArgKind::Scratch, {0}, 0},   {"w1", ArgKind::Weight, {0}, 0}, {"w3", ArgKind::Weight, {1}, 0},
-               {"w2", ArgKind::Weight, {2}, 0},   {"limit", ArgKind::Float, {}, 7.0}, {"out", ArgKind::Scratch, {1}, 0}};
-  const BufferDecl x{"x", DType::BF16, {4, 64}, 0, 512}, out{"out", DType::F32, {4, 64}, 512, 1024};
+               {"w2", ArgKind::Weight, {2}, 0},   {"limit", ArgKind::Float, {}, 7.0}, {"out", ArgKind::Scratch, {1}, 0},
+               {"work", ArgKind::Scratch, {4}, 0}};
+  const BufferDecl x{"x", DType::BF16, {4, 64}, 0, 512}, out{"out", DType::F32, {4, 64}, 512, 1024},
+      work{"work", DType::BF16, {4, 68}, 0, 544};
   CallEnv env;
   env.rows = 4;
-  env.buffer = [&](const Arg& a) { return a.ints[0] == 0 ? &x : &out; };
+  env.buffer = [&](const Arg& a) { return a.ints[0] == 0 ? &x : a.ints[0] == 4 ? &work : &out; };
   env.weight_shape = [](const Arg& a) { return a.ints[0] == 2 ? std::vector<int64_t>{64, 32} : std::vector<int64_t>{32, 64}; };
   env.weight_format = [](int64_t i) -> std::optional<WeightFormat> {
     return i == 2 ? WeightFormat::FP8Tile32 : WeightFormat::BF16;
@@ -215,13 +217,15 @@ TEST(KernelPlan, AWeightListMixingFormatsIsRefused) {
   experts.args = {{"x", ArgKind::Scratch, {0}, 0},        {"ids", ArgKind::Scratch, {2}, 0},
                   {"weights", ArgKind::Scratch, {3}, 0},  {"w1", ArgKind::WeightList, {0, 1, 2}, 0},
                   {"w3", ArgKind::WeightList, {0, 1, 0}, 0}, {"w2", ArgKind::WeightList, {0, 1, 0}, 0},
-                  {"limit", ArgKind::Float, {}, 7.0},    {"out", ArgKind::Scratch, {1}, 0}};
+                  {"limit", ArgKind::Float, {}, 7.0},    {"out", ArgKind::Scratch, {1}, 0},
+                  {"work", ArgKind::Scratch, {4}, 0}};
   const BufferDecl ids{"ids", DType::I32, {4, 2}, 0, 32}, weights{"weights", DType::F32, {4, 2}, 0, 32};
   env.buffer = [&](const Arg& a) -> const BufferDecl* {
     switch (a.ints[0]) {
       case 0: return &x;
       case 1: return &out;
       case 2: return &ids;
+      case 4: return &work;
       default: return &weights;
     }
   };

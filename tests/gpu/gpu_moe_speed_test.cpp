@@ -72,12 +72,15 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
                                      {"w3", wk, routed ? w3_ids : std::vector<int64_t>{1}, 0},
                                      {"w2", wk, routed ? w2_ids : std::vector<int64_t>{2}, 0},
                                      {"limit", ArgKind::Float, {}, 10.0},
-                                     {"out", ArgKind::Scratch, {3}, 0}});
-  const BufferDecl decls[4] = {
+                                     {"out", ArgKind::Scratch, {3}, 0},
+                                     {"work", ArgKind::Scratch, {4}, 0}});
+  const BufferDecl decls[5] = {
       {"x", DType::BF16, {kMaxRows, kHidden}, 0, static_cast<uint64_t>(kMaxRows * kHidden * 2)},
       {"ids", DType::I32, {kMaxRows, kTopk}, 0, static_cast<uint64_t>(kMaxRows * kTopk * 4)},
       {"weights", DType::F32, {kMaxRows, kTopk}, 0, static_cast<uint64_t>(kMaxRows * kTopk * 4)},
-      {"out", DType::F32, {kMaxRows, kHidden}, 0, static_cast<uint64_t>(kMaxRows * kHidden * 4)}};
+      {"out", DType::F32, {kMaxRows, kHidden}, 0, static_cast<uint64_t>(kMaxRows * kHidden * 4)},
+      {"work", DType::BF16, {kMaxRows, kTopk * (kWidth + 2)}, 0,
+       static_cast<uint64_t>(kMaxRows * kTopk * (kWidth + 2) * 2)}};
   const int64_t stored_d = f == WeightFormat::FP4Row32 ? kHidden / 2 : kHidden;
   const int64_t stored_f = f == WeightFormat::FP4Row32 ? kWidth / 2 : kWidth;
   auto env_for = [&](int64_t rows) {
@@ -126,11 +129,12 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
   std::vector<uint8_t> x_bytes = codes(rng, decls[0].bytes, WeightFormat::BF16);
   auto x = gpu::DeviceBuffer::from_host(d, x_bytes.data(), x_bytes.size());
   auto out = gpu::DeviceBuffer::allocate(d, decls[3].bytes);
+  auto work = gpu::DeviceBuffer::allocate(d, decls[4].bytes);
   std::vector<int32_t> statics;
   for (int64_t r = 0; r < kMaxRows; ++r)
     statics.insert(statics.end(), {1, static_cast<int32_t>(r), static_cast<int32_t>(r), 0});
   auto st = gpu::DeviceBuffer::from_host(d, statics.data(), statics.size() * 4);
-  ASSERT_TRUE(x.is_ok() && out.is_ok() && st.is_ok());
+  ASSERT_TRUE(x.is_ok() && out.is_ok() && work.is_ok() && st.is_ok());
 
   for (int64_t rows : kRowCounts) {
     // Fresh routing for every call: distinct experts within a row, random across rows and calls.
@@ -157,7 +161,7 @@ void bench(gpu::CudaDriver& d, const std::string& arch, double roof, const std::
     for (int c = 0; c < kCalls; ++c) {
       b[c].rows = rows;
       b[c].statics = st->ptr();
-      b[c].scratch = {{"x", x->ptr()}, {"out", out->ptr()}};
+      b[c].scratch = {{"x", x->ptr()}, {"out", out->ptr()}, {"work", work->ptr()}};
       if (routed) {
         b[c].scratch["ids"] = id_buf->ptr() + static_cast<size_t>(c) * kMaxRows * kTopk * 4;
         b[c].scratch["weights"] = w_buf->ptr() + static_cast<size_t>(c) * kMaxRows * kTopk * 4;

@@ -79,12 +79,17 @@ const fs::path& scratch_dir() {
 }
 
 std::string row_class(const std::string& op, int64_t rows) {
-  // kernels/moe_grouped.cuh kMoeRows; kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows
-  // and kernels/hc_mix.cuh kMixRows (a row's work split over blocks, merged by its last block)
-  constexpr int64_t kGroupedRows = 16, kSplitRows = 16;
+  // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows and kernels/hc_mix.cuh kMixRows:
+  // a row's work split over blocks, merged by its last block (a block a row above).
+  constexpr int64_t kSplitRows = 16;
   if (op == "index_select" || op == "router" || op == "hc_mix") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
-  if (op != "moe_experts" && op != "shared_expert") return "";
-  return rows <= kGroupedRows ? " (grouped rows)" : " (a block a row)";
+  constexpr int64_t kDecodeRows = 16;  // kernels/moe_grouped.cuh kMoeRows, kernels/gemv.cuh kGemvRows
+  if (op != "moe_experts" && op != "shared_expert" && op != "linear" && op != "grouped_linear") return "";
+  // Above 16 rows the tiled tensor-core GEMMs (kernels/gemm_tile.cuh): whole 64-row tiles, a ragged
+  // count, and a full prefill segment.
+  if (rows <= kDecodeRows) return " (decode rows)";
+  if (rows <= 64) return " (tiled, <= 64 rows)";
+  return rows <= 1024 ? " (tiled, ragged rows)" : " (tiled, prefill rows)";
 }
 
 // A header-only pack of `fixture` written to a temp folder and read back (config and headers).

@@ -216,7 +216,7 @@ void collect_tiny(const ModelInputs& inputs, const std::string& pack, const Targ
     ServingSettings settings;
     settings.context = 256;
     settings.slots = 4;
-    settings.prefill_rows = {2048, 64, 16};
+    settings.prefill_rows = {2048, 100, 64, 16};  // the tiled products' row classes (row_class)
     settings.activations = activations;
     for (int world = 1; world <= 4; ++world)
       for (int rank = 0; rank < world; ++rank) {
@@ -300,6 +300,33 @@ TEST(GpuOps, AStaticsSlotBeyondTheStateIsRefusedAndNothingIsWritten) {
     EXPECT_TRUE(gpu.state == in->image.state) << "a state buffer was written";
   }
   std::printf("bad slots refused by %zu variants\n", list.size());
+}
+
+// The bench fixture's grouped output projection at world 4 in a ragged prefill segment of 100 rows: two
+// groups of 1024 columns a rank, so the tiled path reads a different x range per column tile (the tiny
+// fixture's groups of 8 columns run the GEMV grid instead).
+TEST(GpuOps, BenchGroupedProjectionInAPrefillSegmentMatchesTheCpuOp) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  auto inputs = synth_inputs("dsv41-bench", SynthFormat::Release, 1);
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  ServingSettings settings;
+  settings.context = 1024;
+  settings.slots = 2;
+  settings.prefill_rows = {100};
+  settings.decode_rows = {1};
+  std::set<std::string> without_kernel;
+  auto r = plan_lists(*inputs, "bench", 4, 0, settings, s.target, without_kernel);
+  ASSERT_TRUE(r.is_ok()) << "bench world 4 rank 0: " << r.status().message();
+  std::vector<size_t> phases;
+  for (size_t p = 0; p < (*r)->calls.phases.size(); ++p)
+    if ((*r)->calls.phases[p].rows == 100) phases.push_back(p);
+  const std::set<std::string> ops = {"grouped_linear"};
+  std::map<std::string, Case> cases;
+  collect(cases, *r, phases, &ops, [](const Case& a, const Case& b) { return case_weights(a) < case_weights(b); });
+  ASSERT_FALSE(cases.empty()) << "no grouped_linear call in the 100-row phase";
+  const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  EXPECT_EQ(checked, static_cast<int>(cases.size()));
 }
 
 TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {

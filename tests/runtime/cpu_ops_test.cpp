@@ -467,6 +467,7 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
   ctx.add_float("limit", limit);
   TensorView out = ctx.add_scratch("out", DType::F32, {rows, d});
   fill(out, std::vector<float>(rows * d, 5.0f));  // overwritten
+  ctx.add_scratch("work", DType::BF16, {rows, topk * (f + 2)});  // the GPU's prefill scratch; the CPU ignores it
   ASSERT_TRUE(ctx.run().is_ok());
 
   FakeContext shared("shared_expert", {{"hidden", d}, {"width", f}});
@@ -479,6 +480,7 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
   TensorView acc = shared.add_scratch("out", DType::F32, {rows, d});
   fill(acc, values_of(out));
   acc.set((rows - 1) * d, 7.0f);  // an inactive row keeps what it held
+  shared.add_scratch("work", DType::BF16, {rows, topk * (f + 2)});
   ASSERT_TRUE(shared.run().is_ok());
 
   for (int64_t r = 0; r < rows; ++r) {
@@ -511,6 +513,7 @@ TEST(CpuOps, ARankWithoutExpertColumnsAddsNothing) {
   ctx.add_float("limit", 0.0);
   TensorView out = ctx.add_scratch("out", DType::F32, {rows, d});
   fill(out, std::vector<float>(rows * d, 3.0f));
+  ctx.add_scratch("work", DType::BF16, {rows, 2});
   ASSERT_TRUE(ctx.run().is_ok());
   for (int64_t i = 0; i < rows * d; ++i) EXPECT_EQ(out.get(i), 0.0f);
 }

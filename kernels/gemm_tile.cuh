@@ -1,0 +1,206 @@
+// kernels/gemm_tile.cuh — the tiled tensor-core product of prefill-sized phases: one block of 256
+// threads computes a 64 x 128 tile of C = A·Bᵀ (A: up to 64 bf16 activation rows, gathered by the
+// caller; B: up to 128 weight rows in their stored format) over K in steps of 32, fp32 accumulation.
+// Shared by the routed experts, the shared expert (kernels/moe_prefill.cuh) and the products above
+// kGemvRows rows (kernels/linear.cuh).
+//
+// Weights are decoded to exact bf16 while they move from registers to shared memory (BF16 as stored;
+// e4m3 / e2m1 codes times their UE8M0 scale, a power of two: kernels/gemv_mma.cuh), so the MMA's
+// products are exact and the sums run in fp32 in a fixed order (a row's result does not depend on
+// which other rows share its tile). Two stages of shared memory (kGemmSmemBytes, dynamic): the next
+// K step's global loads are in flight while the current one runs on the tensor cores.
+// Warps: 2 (rows) x 4 (columns), each 32 x 32 of the tile = 2 x 4 mma.sync m16n8k16.
+#pragma once
+
+#include "gemv_mma.cuh"
+
+namespace dsv41k {
+namespace gemm_tile {
+
+constexpr int kBM = 64, kBN = 128, kBK = 32, kThreads = 256;
+constexpr int kStride = kBK + 8;  // bf16 a shared row: 80 bytes, so the fragment loads hit 32 distinct banks
+constexpr int kStageHalves = (kBM + kBN) * kStride;
+constexpr int kGemmSmemBytes = 2 * kStageHalves * 2;  // two stages (common/kernel_launch_*.cpp: the same)
+
+// Whether a weight format is decoded by the tile loader (the MMA formats of gemv_mma.cuh).
+__device__ constexpr bool tile_takes(int format_w) { return gemv_detail::mma_takes(DT_BF16, format_w); }
+
+#ifndef DSV41_CONTRACT_SCAN
+
+// A weight row of B: the matrix and the row (row < 0: the tile's row past the matrix, read as zeros).
+struct BRow {
+  Weight w;
+  long long row;
+};
+
+// 8 e2m1 codes (4 bytes of a chunk, low nibble first) in natural order: word m holds elements 2m (low
+// half) and 2m + 1 (high half), as code·2^-126 in bf16 times the scale (exact: kernels/gemv_mma.cuh).
+__device__ __forceinline__ void fp4_natural(unsigned q, gemv_detail::Bf16Scale sc, unsigned* out) {
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const unsigned b = (q >> (8 * m)) & 0xFFu, v = (b & 0xFu) | ((b & 0xF0u) << 12);
+    out[m] = gemv_detail::scaled(((v & 0x00070007u) << 6) | ((v & 0x00080008u) << 12), sc);
+  }
+}
+
+// Per thread, the global pieces of one K step: A one 16-byte chunk (row tid / 4, elements 8·(tid % 4));
+// B by format: BF16 two 8-element chunks, FP8 one 16-code chunk, FP4 one 32-code chunk (threads < 128).
+template <int FMT>
+struct Loads {
+  uint4 a;
+  uint4 b[2];
+  unsigned scale;
+};
+
+template <int FMT>
+struct Tile {
+  const unsigned short* arow;  // this thread's A row (already at its first column), or null: zeros
+  BRow brow[2];                // this thread's B rows (by format: the rows it loads)
+  long long n;                 // K: the weights' logical columns
+  int b_part[2];               // the chunk of a row this thread loads (in the format's chunks of the K step)
+
+  __device__ __forceinline__ void load(long long k0, Loads<FMT>& l) const {
+    const int tid = threadIdx.x;
+    l.a = make_uint4(0, 0, 0, 0);
+    if (arow) l.a = __ldcg(reinterpret_cast<const uint4*>(arow + k0 + 8 * (tid & 3)));
+    constexpr int E = gemv_detail::chunk_elems(FMT), parts = FMT == WF_BF16 ? 2 : 1;
+#pragma unroll
+    for (int i = 0; i < parts; ++i) {
+      l.b[i] = make_uint4(0, 0, 0, 0);
+      if (brow[i].row >= 0) l.b[i] = gemv_detail::load_chunk<FMT>(brow[i].w, brow[i].row, n, k0 / E + b_part[i]);
+    }
+    l.scale = 0;
+    if constexpr (FMT != WF_BF16) {
+      const long long row = brow[0].row, k = k0 + E * b_part[0];
+      if (row >= 0) {
+        const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + (k >> 5)
+                             : FMT == WF_FP8_ROW32 ? (row * n + k) >> 5
+                                                   : row * (n >> 5) + (k >> 5);
+        l.scale = brow[0].w.scales[si];
+      }
+    }
+  }
+
+  // Decodes the loads into stage `s` of shared memory.
+  __device__ __forceinline__ void store(unsigned short* smem, const Loads<FMT>& l) const {
+    const int tid = threadIdx.x;
+    unsigned short* as = smem;
+    unsigned short* bs = smem + kBM * kStride;
+    *reinterpret_cast<uint4*>(as + (tid >> 2) * kStride + 8 * (tid & 3)) = l.a;
+    if constexpr (FMT == WF_BF16) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int c = tid + i * kThreads;  // chunk c: row c / 4, elements 8·(c % 4)
+        *reinterpret_cast<uint4*>(bs + (c >> 2) * kStride + 8 * (c & 3)) = l.b[i];
+      }
+    } else if constexpr (FMT == WF_FP4_ROW32) {
+      if (tid < kBN) {
+        unsigned w[16];
+        const gemv_detail::Bf16Scale sc = gemv_detail::bf16_scale(l.scale, 126u);
+        fp4_natural(l.b[0].x, sc, w);
+        fp4_natural(l.b[0].y, sc, w + 4);
+        fp4_natural(l.b[0].z, sc, w + 8);
+        fp4_natural(l.b[0].w, sc, w + 12);
+        uint4* dst = reinterpret_cast<uint4*>(bs + tid * kStride);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) dst[j] = make_uint4(w[4 * j], w[4 * j + 1], w[4 * j + 2], w[4 * j + 3]);
+      }
+    } else {  // FP8: 16 codes of row tid / 2, elements 16·(tid % 2)
+      unsigned w[8];
+      gemv_detail::fp8_to_bf16(l.b[0], gemv_detail::bf16_scale(l.scale, 120u), w);
+      uint4* dst = reinterpret_cast<uint4*>(bs + (tid >> 1) * kStride + 16 * (tid & 1));
+      dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+      dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    }
+  }
+};
+
+// acc[mi][ni][4] of warp (wm, wn) += the stage's A·Bᵀ over its 32 columns of K.
+__device__ __forceinline__ void tile_mma(const unsigned short* smem, float (&acc)[2][4][4]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int wm = warp >> 2, wn = warp & 3;
+  const unsigned short* as = smem + (wm * 32) * kStride;
+  const unsigned short* bs = smem + kBM * kStride + (wn * 32) * kStride;
+  auto word = [](const unsigned short* p) { return *reinterpret_cast<const unsigned*>(p); };
+#pragma unroll
+  for (int kk = 0; kk < kBK; kk += 16) {
+    unsigned a[2][4], b[4][2];
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi) {
+      const unsigned short* p = as + (mi * 16 + g) * kStride + kk + 2 * t;
+      a[mi][0] = word(p);
+      a[mi][1] = word(p + 8 * kStride);
+      a[mi][2] = word(p + 8);
+      a[mi][3] = word(p + 8 * kStride + 8);
+    }
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      const unsigned short* p = bs + (ni * 8 + g) * kStride + kk + 2 * t;
+      b[ni][0] = word(p);
+      b[ni][1] = word(p + 8);
+    }
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+        gemv_detail::mma_bf16(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[ni][0], b[ni][1]);
+  }
+}
+
+// One tile: C[i][j] = Σ_k A[i][k]·B[j][k] for i < 64, j < 128, k < n (n a multiple of kBK).
+// a_row(i): A row i's first element (16-byte aligned, rows of whole 16-byte chunks), or null past the
+// rows; b_row(j): B row j. epi(i, j, v0, v1) receives C[i][j] and C[i][j + 1] (j even), every (i, j)
+// of the tile once. Every thread of the block must call it; it synchronises the block.
+template <int FMT, class ARowOf, class BRowOf, class Epi>
+__device__ __forceinline__ void gemm(unsigned short* smem, ARowOf a_row, BRowOf b_row, long long n, Epi epi) {
+  static_assert(tile_takes(FMT), "the tile loader decodes BF16, FP8 and FP4 weights");
+  const int tid = threadIdx.x;
+  Tile<FMT> tile;
+  tile.n = n;
+  tile.arow = a_row(tid >> 2);
+  // B rows this thread loads: BF16 chunks tid and tid + 256 (4 a row); FP8 row tid / 2; FP4 row tid.
+  if constexpr (FMT == WF_BF16) {
+    tile.brow[0] = b_row(tid >> 2), tile.b_part[0] = tid & 3;
+    tile.brow[1] = b_row((tid + kThreads) >> 2), tile.b_part[1] = tid & 3;
+  } else if constexpr (FMT == WF_FP4_ROW32) {
+    tile.brow[0] = tid < kBN ? b_row(tid) : BRow{Weight{}, -1}, tile.b_part[0] = 0;
+    tile.brow[1] = BRow{Weight{}, -1}, tile.b_part[1] = 0;
+  } else {
+    tile.brow[0] = b_row(tid >> 1), tile.b_part[0] = tid & 1;
+    tile.brow[1] = BRow{Weight{}, -1}, tile.b_part[1] = 0;
+  }
+  float acc[2][4][4];
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
+  const long long steps = n / kBK;
+  Loads<FMT> l;
+  __syncthreads();  // the previous tile's last stage may still be read
+  tile.load(0, l);
+  tile.store(smem, l);
+  __syncthreads();
+  for (long long s = 0; s < steps; ++s) {
+    const bool more = s + 1 < steps;
+    if (more) tile.load((s + 1) * kBK, l);
+    tile_mma(smem + (s & 1) * kStageHalves, acc);
+    if (more) tile.store(smem + ((s + 1) & 1) * kStageHalves, l);
+    __syncthreads();
+  }
+  const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int wm = warp >> 2, wn = warp & 3;
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      const int i = wm * 32 + mi * 16 + g, j = wn * 32 + ni * 8 + 2 * t;
+      epi(i, j, acc[mi][ni][0], acc[mi][ni][1]);
+      epi(i + 8, j, acc[mi][ni][2], acc[mi][ni][3]);
+    }
+}
+
+#endif  // DSV41_CONTRACT_SCAN
+}  // namespace gemm_tile
+}  // namespace dsv41k
