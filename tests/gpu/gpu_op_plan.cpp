@@ -82,7 +82,13 @@ std::string row_class(const std::string& op, int64_t rows) {
   // kernels/moe_grouped.cuh kMoeRows; kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows
   // and kernels/hc_mix.cuh kMixRows (a row's work split over blocks, merged by its last block)
   constexpr int64_t kGroupedRows = 16, kSplitRows = 16;
-  if (op == "index_select" || op == "router" || op == "hc_mix") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
+  // kernels/hc_mix.cuh kMixRows and kernels/hc_collapse_norm.cuh kNormRows: their split rows are also
+  // checked alone, at a middling count and at the most (tiny decode.r1, r8 and r16).
+  if (op == "hc_mix" || op == "hc_collapse_norm") {
+    if (rows > kSplitRows) return " (a block a row)";
+    return rows == 1 ? " (split rows: 1)" : rows <= 8 ? " (split rows: 2-8)" : " (split rows: 9-16)";
+  }
+  if (op == "index_select" || op == "router") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
   if (op != "moe_experts" && op != "shared_expert") return "";
   return rows <= kGroupedRows ? " (grouped rows)" : " (a block a row)";
 }
