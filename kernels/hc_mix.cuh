@@ -10,8 +10,8 @@
 // column warp-wise then across warps in a fixed order; a split row's blocks hand their sums to the
 // module's table and the row's last block (a counter per row, reset by that block) adds them in slice
 // order, so a run's bits repeat. ρ, the activations (a lane a column) and the Sinkhorn passes on the S×S
-// comb (a lane a row or column) run in warp 0, in the exact order and rounding points of
-// runtime/cpu/ops_hc.cpp. No dynamic shared memory.
+// comb (a lane an element while S·S ≤ 32, else a lane a row or column) run in warp 0, in the exact
+// order and rounding points of runtime/cpu/ops_hc.cpp. No dynamic shared memory.
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -72,6 +72,46 @@ __device__ __forceinline__ void sinkhorn(float* c, long long iters, float eps, i
     rows();
     columns();
   }
+  __syncwarp();
+}
+
+// The same passes with the comb in registers, for S·S ≤ 32: lane i·S + j holds C[i][j] and gathers its
+// row's or column's values with shuffles, adding them in the CPU's order (every lane of a row forms
+// the same total, so the bits are those of sinkhorn() above) and divides its own element: no shared
+// memory round trip and one division a lane per pass (the Sinkhorn's 2·iters − 1 dependent passes are
+// the serial tail of the row). Every lane of the warp calls it.
+template <long long S>
+__device__ __forceinline__ void sinkhorn_lanes(float* c, long long iters, float eps, int lane) {
+  static_assert(S * S <= 32, "a lane per element");
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int N = static_cast<int>(S);
+  __syncwarp();  // the comb was written by other lanes
+  const int e = lane < N * N ? lane : 0;  // lanes past the comb shadow element 0 (their results unused)
+  const int i = e / N, j = e % N;
+  float v = c[e];
+  float top = __shfl_sync(kAll, v, i * N);  // row softmax, then + eps
+#pragma unroll
+  for (int k = 1; k < N; ++k) {
+    const float t = __shfl_sync(kAll, v, i * N + k);
+    top = t > top ? t : top;  // std::max_element: the first maximum (the same value)
+  }
+  v = expf(__fsub_rn(v, top));
+  float total = 0.0f;
+#pragma unroll
+  for (int k = 0; k < N; ++k) total = __fadd_rn(total, __shfl_sync(kAll, v, i * N + k));
+  v = __fadd_rn(__fdiv_rn(v, total), eps);
+  auto pass = [&](int first, int stride) {  // divide by the sum of the line (first, stride) + eps
+    float t = 0.0f;
+#pragma unroll
+    for (int k = 0; k < N; ++k) t = __fadd_rn(t, __shfl_sync(kAll, v, first + k * stride));
+    v = __fdiv_rn(v, __fadd_rn(t, eps));
+  };
+  pass(j, N);  // columns
+  for (long long it = 1; it < iters; ++it) {
+    pass(i * N, 1);  // rows
+    pass(j, N);      // columns
+  }
+  if (lane < N * N) c[lane] = v;
   __syncwarp();
 }
 }  // namespace hc_mix_detail
@@ -180,7 +220,8 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     else if (k < 2 * S) result[k] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), mk), base_at(k))));
     else result[k] = __fadd_rn(__fmul_rn(scale_at(2), mk), base_at(k));
   }
-  sinkhorn<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
+  if constexpr (S * S <= 32) sinkhorn_lanes<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
+  else sinkhorn<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
   for (long long k = lane; k < M; k += 32) o[k] = result[k];
 #endif
 }

@@ -79,10 +79,16 @@ const fs::path& scratch_dir() {
 }
 
 std::string row_class(const std::string& op, int64_t rows) {
-  // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows and kernels/hc_mix.cuh kMixRows:
-  // a row's work split over blocks, merged by its last block (a block a row above).
+  // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows, kernels/hc_mix.cuh kMixRows and
+  // kernels/hc_collapse_norm.cuh kNormRows: a row's work split over blocks, merged by its last block (a
+  // block a row above). hc_mix and hc_collapse_norm are also checked alone, at a middling count and at
+  // the most (tiny decode.r1, r8 and r16).
   constexpr int64_t kSplitRows = 16;
-  if (op == "index_select" || op == "router" || op == "hc_mix") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
+  if (op == "hc_mix" || op == "hc_collapse_norm") {
+    if (rows > kSplitRows) return " (a block a row)";
+    return rows == 1 ? " (split rows: 1)" : rows <= 8 ? " (split rows: 2-8)" : " (split rows: 9-16)";
+  }
+  if (op == "index_select" || op == "router") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
   constexpr int64_t kDecodeRows = 16;  // kernels/moe_grouped.cuh kMoeRows, kernels/gemv.cuh kGemvRows
   if (op != "moe_experts" && op != "shared_expert" && op != "linear" && op != "grouped_linear") return "";
   // Above 16 rows the tiled tensor-core GEMMs (kernels/gemm_tile.cuh): whole 64-row tiles, a ragged
