@@ -43,6 +43,7 @@ class NcclExchange final : public DeviceExchange {
   };
   const Timing& timing() const { return timing_; }
   bool host_side() const override { return false; }
+  std::string describe() const override { return "NCCL, inside the graphs (all-gather and a rank-ordered sum)"; }
   Status enqueue_sum(int rank, CUdeviceptr x, int64_t n, CUdeviceptr staging, CUstream stream) override;
   Status enqueue_gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths, CUdeviceptr staging,
                         CUstream stream) override;
