@@ -97,14 +97,7 @@ std::string read_all(std::FILE* f) {
   return text;
 }
 
-class CudaExchange : public ::testing::Test {
- protected:
-  void SetUp() override {
-    device_ = open_test_device();
-    if (!device_.driver) GTEST_SKIP() << device_.skip;
-  }
-  TestDevice device_;
-};
+class CudaExchange : public DeviceTest {};
 
 // Check mode at worlds 2-4 on one GPU: the exchange inside the graphs gives the host-staged exchange's
 // bits at every step (both add the partials in rank order in F32), its graphs give its eager run's
