@@ -35,7 +35,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBack
 }
 
 void CudaBackend::choose_exchange() {
-  const bool device = world_ > 1 && options_.exchange == CudaBackendOptions::Exchange::Device;
+  bool device = world_ > 1 && options_.exchange == CudaBackendOptions::Exchange::Device;
+  if (device && !NcclExchange::sum_kernel_built()) {
+    note_ = "this dsv41-rt was built without nvcc (no rank-ordered sum kernel), so the exchange is host-staged";
+    device = false;
+  }
   // Ranks on one GPU share its context, so one graph per phase can hold them all.
   if (device && options_.devices.empty()) {
     exchange_ = std::make_unique<GroupExchange>(driver_, world_);
