@@ -18,7 +18,7 @@ void add_backend_flags(CLI::App* cmd, BackendFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--devices", flags.devices,
                   "cuda: one GPU per rank, all threads of this process: rank r runs on the r-th ordinal "
-                  "(e.g. --devices 0,1 for world 2); exchanges are staged through host memory")
+                  "(e.g. --devices 0,1 for world 2); they exchange over NCCL inside the graphs (--exchange host: through host memory)")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber)
       ->excludes("--device");
@@ -26,6 +26,12 @@ void add_backend_flags(CLI::App* cmd, BackendFlags& flags) {
                   "cuda: fill every weight on the device from this seed instead of reading the shards (the "
                   "release shapes run without their files; the tokens mean nothing)");
   cmd->add_flag("--eager", flags.eager, "cuda: launch every call on each step instead of replaying captured CUDA graphs");
+  cmd->add_option("--exchange", flags.exchange,
+                  "cuda, ranks as threads: device (inside the graphs: ranks on one GPU share one graph per phase, each "
+                  "exchange device copies and a rank-ordered sum; with --devices, NCCL between the threads) or host "
+                  "(every exchange through host memory, between graph segments); the boot report names the one that runs")
+      ->check(CLI::IsMember({"device", "host"}))
+      ->capture_default_str();
 }
 
 gpu::CudaBackendOptions cuda_backend_options(const BackendFlags& flags, const std::string& model_dir) {
@@ -35,6 +41,7 @@ gpu::CudaBackendOptions cuda_backend_options(const BackendFlags& flags, const st
   cuda.devices = flags.devices;
   cuda.eager = flags.eager;
   cuda.synthetic_seed = flags.synthetic_seed;
+  cuda.exchange = flags.exchange == "host" ? gpu::CudaBackendOptions::Exchange::Host : gpu::CudaBackendOptions::Exchange::Device;
   return cuda;
 }
 

@@ -1,4 +1,4 @@
-// runtime/cli/backend_flags.h — the flags that choose a backend (--backend, --device, --devices, --eager, --synthetic-weights) and how it runs (--draft-tokens), shared by generate and serve.
+// runtime/cli/backend_flags.h — the flags that choose a backend (--backend, --device, --devices, --eager, --synthetic-weights, --exchange) and how it runs (--draft-tokens), shared by generate and serve.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +19,10 @@ struct BackendFlags {
   std::vector<int> devices;  // --devices: rank r of the world on devices[r]
   bool eager = false;
   std::optional<uint64_t> synthetic_seed;
+  std::string exchange = "device";  // --exchange device|host
 };
 
-// Adds the five flags to `cmd`, bound to `flags` (which must outlive parsing).
+// Adds the six flags to `cmd`, bound to `flags` (which must outlive parsing).
 void add_backend_flags(CLI::App* cmd, BackendFlags& flags);
 
 // Adds --draft-tokens (drafts per round, verified exactly) to `cmd`; `metrics` says where the

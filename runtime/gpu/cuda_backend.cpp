@@ -3,6 +3,8 @@
 
 #include <fmt/ranges.h>
 
+#include "runtime/gpu/device_exchange_group.h"
+
 namespace dsv41::gpu {
 
 Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBackendOptions& options) {
@@ -27,14 +29,58 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBack
                                 j, i);
     }
   }
-  return std::unique_ptr<CudaBackend>(new CudaBackend(*driver, world, options));
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(*driver, world, options));
+  backend->choose_exchange();
+  return backend;
+}
+
+void CudaBackend::choose_exchange() {
+  bool device = world_ > 1 && options_.exchange == CudaBackendOptions::Exchange::Device;
+  if (device && !NcclExchange::sum_kernel_built()) {
+    note_ = "this dsv41-rt was built without nvcc (no rank-ordered sum kernel), so the exchange is host-staged";
+    device = false;
+  }
+  // Ranks on one GPU share its context, so one graph per phase can hold them all.
+  if (device && options_.devices.empty()) {
+    exchange_ = std::make_unique<GroupExchange>(driver_, world_);
+    return;
+  }
+  // Ranks on several GPUs: NCCL between the threads, its collectives captured in each rank's graphs.
+  if (device) {
+    NcclComm::set_environment_defaults();
+    auto nccl = NcclLibrary::open();
+    auto comms = nccl.is_ok() ? NcclComm::init_all(**nccl, options_.devices)
+                              : Result<std::vector<std::unique_ptr<NcclComm>>>(nccl.status());
+    if (comms.is_ok()) {
+      comms_ = std::move(comms).value();
+      nccl_exchanges_.resize(comms_.size());
+      return;
+    }
+    note_ = "NCCL between the rank threads could not be had (" + comms.status().message() + "), so the exchange is host-staged";
+  }
+  exchange_ = std::make_unique<HostStagedExchange>(driver_, world_);
+}
+
+Result<DeviceExchange*> CudaBackend::exchange_for(int rank) {
+  if (exchange_) return exchange_.get();
+  DSV41_ASSIGN_OR_RETURN(NcclExchange::SumKernel sum, NcclExchange::load_sum_kernel(driver_));
+  std::lock_guard lock(mutex_);
+  nccl_exchanges_[rank] = std::make_unique<NcclExchange>(*comms_[rank], std::move(sum));
+  return nccl_exchanges_[rank].get();
+}
+
+void CudaBackend::abort(const std::string& reason) {
+  if (exchange_) exchange_->abort(reason);
+  for (const std::unique_ptr<NcclComm>& comm : comms_) comm->abort();  // every rank's pending collectives end
 }
 
 Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& program) {
-  if (program.program().world() != exchange_->world())
+  if (program.program().world() != world_)
     return Status::errorf("{}: world {}, but the backend was opened for world {}", program.source(),
-                          program.program().world(), exchange_->world());
-  DSV41_TRY(driver_.use_device(device_of(program.program().rank())));  // current on this rank's thread
+                          program.program().world(), world_);
+  const int rank = program.program().rank();
+  DSV41_TRY(driver_.use_device(device_of(rank)));  // current on this rank's thread
+  DSV41_ASSIGN_OR_RETURN(DeviceExchange * exchange, exchange_for(rank));
   GpuSessionOptions session_options;
   session_options.model_dir = options_.model_dir;
   session_options.eager = options_.eager;
@@ -45,10 +91,11 @@ Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& prog
   // collective, so the ranks still meet at their first exchange.
   std::lock_guard boot(boot_mutex_);
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
-                         GpuSession::create(program, session_options, driver_, *exchange_));
+                         GpuSession::create(program, session_options, driver_, *exchange));
   if (options_.log) {
     std::lock_guard lock(mutex_);
     std::fprintf(options_.log, "%s\n", session->boot_report().c_str());
+    if (!note_.empty()) std::fprintf(options_.log, "rank %d: %s\n", rank, note_.c_str());
     std::fflush(options_.log);
   }
   return std::unique_ptr<RankSession>(std::move(session));

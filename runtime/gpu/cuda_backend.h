@@ -1,6 +1,7 @@
 // runtime/gpu/cuda_backend.h — the CUDA Backend: a world whose ranks are threads of this process, all on
-// one GPU (device N) or one GPU each (devices), each rank a GpuSession, exchanging through the
-// host-staged exchange.
+// one GPU (device N) or one GPU each (devices), each rank a GpuSession. On one GPU the ranks exchange
+// inside one graph per phase for the world (GroupExchange); on several, over NCCL inside each rank's
+// graphs; with --exchange host, or where NCCL is missing, through the host-staged exchange.
 #pragma once
 
 #include <cstdio>
@@ -12,6 +13,8 @@
 
 #include "runtime/gpu/device_exchange.h"
 #include "runtime/gpu/gpu_session.h"
+#include "runtime/gpu/nccl_comm.h"
+#include "runtime/gpu/nccl_exchange.h"
 #include "runtime/rank_session.h"
 
 namespace dsv41::gpu {
@@ -23,6 +26,10 @@ struct CudaBackendOptions {
   bool eager = false;      // no graphs: launch every call on each run
   std::FILE* log = stderr; // each rank's boot report and weight-load progress; nullptr: silent
   std::optional<uint64_t> synthetic_seed;  // --synthetic-weights SEED: no weight file is read
+  // --exchange: Device (inside the graphs: device copies on one GPU, NCCL on several; the host-staged
+  // exchange where NCCL cannot be opened, and the boot report says so) or Host (host-staged everywhere).
+  enum class Exchange { Device, Host };
+  Exchange exchange = Exchange::Device;
 };
 
 class CudaBackend final : public Backend {
@@ -32,16 +39,25 @@ class CudaBackend final : public Backend {
 
   // On the rank's own thread: makes the device's context current there, then boots the rank.
   Result<std::unique_ptr<RankSession>> create(const ProgramFile& program) override;
-  void abort(const std::string& reason) override { exchange_->abort(reason); }
+  void abort(const std::string& reason) override;
 
  private:
   // The ordinal rank `rank` runs on.
   int device_of(int rank) const { return options_.devices.empty() ? options_.device : options_.devices[rank]; }
   CudaBackend(CudaDriver& driver, int world, CudaBackendOptions options)
-      : driver_(driver), options_(std::move(options)), exchange_(std::make_unique<HostStagedExchange>(driver, world)) {}
+      : driver_(driver), world_(world), options_(std::move(options)) {}
+  // Chooses the world's exchange (above); `note_` says why where the device one could not be had.
+  void choose_exchange();
+  // The rank's exchange: the shared one, or (NCCL) its own, made on its thread (the sum kernel loads
+  // into the rank's device).
+  Result<DeviceExchange*> exchange_for(int rank);
   CudaDriver& driver_;
+  int world_;
   CudaBackendOptions options_;
-  std::unique_ptr<HostStagedExchange> exchange_;
+  std::unique_ptr<DeviceExchange> exchange_;       // shared by every rank; null with NCCL
+  std::vector<std::unique_ptr<NcclComm>> comms_;   // --devices: a communicator per rank (before its exchange)
+  std::vector<std::unique_ptr<NcclExchange>> nccl_exchanges_;  // per rank
+  std::string note_;
   std::mutex mutex_;       // the log
   std::mutex boot_mutex_;  // one rank's boot at a time
 };

@@ -78,6 +78,8 @@ Result<CudaDriver*> CudaDriver::load() {
   resolve(library, "cuEventRecord", d->cuEventRecord, missing);
   resolve(library, "cuEventSynchronize", d->cuEventSynchronize, missing);
   resolve(library, "cuEventElapsedTime_v2", d->cuEventElapsedTime, missing);
+  resolve(library, "cuStreamWaitEvent", d->cuStreamWaitEvent, missing);
+  resolve(library, "cuMemcpyDtoDAsync_v2", d->cuMemcpyDtoDAsync, missing);
   if (!missing.empty()) {
     dlclose(library);
     delete d;

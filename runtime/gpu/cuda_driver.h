@@ -89,6 +89,9 @@ class CudaDriver {
   decltype(&::cuEventRecord) cuEventRecord = nullptr;
   decltype(&::cuEventSynchronize) cuEventSynchronize = nullptr;
   decltype(&::cuEventElapsedTime) cuEventElapsedTime = nullptr;    // cuEventElapsedTime_v2
+  // The exchange of ranks on one GPU (runtime/gpu/phase_graphs_group.h): edges between rank streams, copies.
+  decltype(&::cuStreamWaitEvent) cuStreamWaitEvent = nullptr;
+  decltype(&::cuMemcpyDtoDAsync) cuMemcpyDtoDAsync = nullptr;      // cuMemcpyDtoDAsync_v2
 
  private:
   CudaDriver() = default;

@@ -36,12 +36,7 @@ void CudaRankBackend::close() {
 }
 
 Status CudaRankBackend::join_communicator(int rank, int world, dist::Control& control) {
-  // NVLink SHARP (multicast) stays off unless asked for; every connection is made at init, not during
-  // the first captured collective; captured collectives do not register the session's buffers (the
-  // session frees them before the communicator goes). Defaults only: the user's environment wins.
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
-  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
-  setenv("NCCL_GRAPH_REGISTER", "0", 0);
+  NcclComm::set_environment_defaults();  // defaults only: the user's environment wins
   DSV41_ASSIGN_OR_RETURN(NcclLibrary * nccl, NcclLibrary::open());
   nccl::UniqueId id{};
   if (control.leader()) DSV41_TRY(nccl->check(nccl->ncclGetUniqueId(&id), "ncclGetUniqueId"));

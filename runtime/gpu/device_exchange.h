@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -13,12 +14,19 @@
 
 namespace dsv41::gpu {
 
+class GroupExchange;
+
 class DeviceExchange {
  public:
   virtual ~DeviceExchange() = default;
   // Whether the exchange runs on the host between graph segments (it cannot be captured); an
   // exchange that can be captured (NCCL) returns false and is enqueued inside the graph.
   virtual bool host_side() const = 0;
+  // How the exchange runs, for the boot report ("host-staged ...", "NCCL ...", "on the device ...").
+  virtual std::string describe() const { return host_side() ? "on the host" : "inside the graphs"; }
+  // Ranks that are threads on one GPU (device_exchange_group.h): the sessions join one graph per
+  // phase for the whole world instead of capturing their own. Null for every other exchange.
+  virtual GroupExchange* as_group() { return nullptr; }
 
   // Host-side exchanges (host_side() true) synchronise `stream`.
   // In place: x (F32, n values on `stream`) becomes Σ_ranks x in rank order, the same bits on every rank.
@@ -50,6 +58,9 @@ class HostStagedExchange final : public DeviceExchange {
  public:
   HostStagedExchange(CudaDriver& driver, int world) : driver_(driver), exchange_(world) {}
   bool host_side() const override { return true; }
+  std::string describe() const override {
+    return "host-staged: each exchange copies through host memory between graph segments (--exchange host)";
+  }
   Status sum(int rank, CUdeviceptr x, int64_t n, CUstream stream) override;
   Status gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths, CUdeviceptr out,
                 CUstream stream) override;

@@ -1,4 +1,4 @@
-// runtime/gpu/exchange_kernels.cu — the NCCL exchange's rank-ordered sum, compiled to PTX at build time (nvcc -ptx) and loaded by the driver.
+// runtime/gpu/exchange_kernels.cu — the exchanges' rank-ordered sum (NCCL between rank processes, device copies between rank threads on one GPU), compiled to PTX at build time (nvcc -ptx) and loaded by the driver.
 //
 // Not in kernels/: those are the program's ops, compiled per variant by dsv41c. This one belongs to the
 // runtime's exchange (like NCCL's own kernels): the same for every program, so it ships inside

@@ -6,6 +6,7 @@
 
 #include "common/model_config.h"
 #include "runtime/phase_checks.h"
+#include "runtime/gpu/device_exchange_group.h"
 #include "runtime/gpu/device_layout.h"
 
 namespace dsv41::gpu {
@@ -122,7 +123,14 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
     if (options.alone) graphs.skip_op("exchange_gather");
     s->graphs_.push_back(std::move(graphs));
   }
-  for (PhaseGraphs& graphs : s->graphs_) DSV41_TRY(graphs.build(s->stream_, !s->eager_, exchange));
+  // Ranks on one GPU: the world's graphs hold every rank's calls, built by the last rank to join.
+  s->group_ = binding == ExchangeBinding::Captured ? exchange.as_group() : nullptr;
+  std::string group_report;
+  if (s->group_) {
+    DSV41_ASSIGN_OR_RETURN(group_report, s->group_->join(s->rank_, s->stream_, s->graphs_, !s->eager_));
+  } else {
+    for (PhaseGraphs& graphs : s->graphs_) DSV41_TRY(graphs.build(s->stream_, !s->eager_, exchange));
+  }
   DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after graph build)"));
   const double graph_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - graph_start).count();
   DSV41_ASSIGN_OR_RETURN(const auto after, driver.memory_info());
@@ -142,10 +150,13 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
       loaded_stats.bytes / 1e9, loaded_stats.seconds, loaded_stats.gb_per_s(), s->rank_, graph_count,
       s->calls_.phases.size(), graph_seconds, gib(loaded.first > after.first ? loaded.first - after.first : 0),
       s->eager_ ? "--eager: none captured"
-                : (binding == ExchangeBinding::Host ? "split at host exchanges"
-                                                    : binding == ExchangeBinding::Captured ? "one per phase, exchanges inside"
-                                                                                           : "one per phase"),
+      : s->group_ ? "this rank's calls are in the world's graphs, built by the last rank to boot"
+                  : (binding == ExchangeBinding::Host       ? "split at host exchanges"
+                     : binding == ExchangeBinding::Captured ? "one per phase, exchanges inside"
+                                                            : "one per phase"),
       gib(after.first));
+  if (binding != ExchangeBinding::None) s->boot_report_ += fmt::format("\nrank {}: exchange: {}", s->rank_, exchange.describe());
+  if (!group_report.empty()) s->boot_report_ += "\n" + group_report;
   return s;
 }
 
@@ -183,6 +194,11 @@ Status GpuSession::stage(const Phase& phase, const std::vector<int32_t>& statics
 
 Status GpuSession::enqueue(const Phase& phase, const CallObserver* observer) {
   DSV41_ASSIGN_OR_RETURN(const size_t index, phase_index(phase));
+  if (group_) {
+    if (observer) return Status::errorf("phase {}: a run observed call by call needs a rank alone (bench --alone), "
+                                        "not a world on one GPU", phase.name);
+    return group_->run(rank_, index);  // every rank's calls at once; waits for them
+  }
   return graphs_[index].replay(stream_, exchange_, eager_, observer);
 }
 

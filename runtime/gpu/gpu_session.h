@@ -89,6 +89,7 @@ class GpuSession final : public RankSession {
 
   CudaDriver& driver_;
   DeviceExchange& exchange_;
+  GroupExchange* group_ = nullptr;  // ranks on one GPU: phases run through the world's graphs
   int rank_ = 0, world_ = 1, slots_ = 0;
   int64_t context_ = 0, vocab_ = 0;
   bool eager_ = false;

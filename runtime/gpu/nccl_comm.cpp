@@ -2,7 +2,10 @@
 #include "runtime/gpu/nccl_comm.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
+
+#include <fmt/ranges.h>
 
 namespace dsv41::gpu {
 
@@ -14,6 +17,23 @@ Result<std::unique_ptr<NcclComm>> NcclComm::init(const NcclLibrary& nccl, const 
   DSV41_TRY(nccl.check(nccl.ncclCommInitRank(&comm, world, id, rank),
                        fmt::format("ncclCommInitRank(rank {} of {})", rank, world)));
   return std::unique_ptr<NcclComm>(new NcclComm(nccl, comm, rank, world));
+}
+
+Result<std::vector<std::unique_ptr<NcclComm>>> NcclComm::init_all(const NcclLibrary& nccl, const std::vector<int>& devices) {
+  const int world = static_cast<int>(devices.size());
+  if (world < 2) return Status::errorf("NCCL communicators: {} devices (a world of threads on several GPUs has 2 or more)", world);
+  std::vector<nccl::Comm> comms(devices.size(), nullptr);
+  DSV41_TRY(nccl.check(nccl.ncclCommInitAll(comms.data(), world, devices.data()),
+                       fmt::format("ncclCommInitAll({} ranks on devices {})", world, fmt::join(devices, ","))));
+  std::vector<std::unique_ptr<NcclComm>> out;
+  for (int r = 0; r < world; ++r) out.push_back(std::unique_ptr<NcclComm>(new NcclComm(nccl, comms[r], r, world)));
+  return out;
+}
+
+void NcclComm::set_environment_defaults() {
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+  setenv("NCCL_GRAPH_REGISTER", "0", 0);
 }
 
 NcclComm::~NcclComm() {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "runtime/gpu/nccl_library.h"
@@ -20,6 +21,13 @@ class NcclComm {
   // ncclCommInitRank on the calling thread, whose current context is this rank's device; it returns
   // once every rank of the world has joined with the same id.
   static Result<std::unique_ptr<NcclComm>> init(const NcclLibrary& nccl, const nccl::UniqueId& id, int rank, int world);
+  // Ranks that are threads of one process, one GPU each: ncclCommInitAll from one thread, rank r on
+  // devices[r] (NCCL refuses two ranks on one device).
+  static Result<std::vector<std::unique_ptr<NcclComm>>> init_all(const NcclLibrary& nccl, const std::vector<int>& devices);
+  // NCCL's environment as the runtime wants it, unless the user set it: NVLink SHARP (multicast) off,
+  // every connection made at init (not during the first captured collective), captured collectives
+  // not registering the session's buffers (the session frees them before the communicator goes).
+  static void set_environment_defaults();
   // Stops the watch, then ncclCommAbort: local and immediate, where ncclCommDestroy may wait on peers
   // that have already gone (a rank process ends right after).
   ~NcclComm();

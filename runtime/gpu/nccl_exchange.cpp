@@ -23,6 +23,14 @@ std::vector<GatherBlock> gather_blocks(int64_t rows, const std::vector<int64_t>&
   return blocks;
 }
 
+bool NcclExchange::sum_kernel_built() {
+#ifdef DSV41_HAVE_EXCHANGE_PTX
+  return true;
+#else
+  return false;
+#endif
+}
+
 Result<NcclExchange::SumKernel> NcclExchange::load_sum_kernel(CudaDriver& driver) {
 #ifndef DSV41_HAVE_EXCHANGE_PTX
   return Status::error("the NCCL exchange's sum kernel is missing: dsv41-rt was built without nvcc "

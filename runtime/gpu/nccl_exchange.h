@@ -32,6 +32,8 @@ class NcclExchange final : public DeviceExchange {
   using SumKernel = std::function<Status(CUdeviceptr gathered, CUdeviceptr out, int64_t n, int world, CUstream stream)>;
   // The runtime's PTX sum kernel, loaded into the calling thread's current context.
   static Result<SumKernel> load_sum_kernel(CudaDriver& driver);
+  // Whether this build has it (nvcc was found at build time); without it no exchange runs on the device.
+  static bool sum_kernel_built();
 
   NcclExchange(NcclComm& comm, SumKernel sum_kernel) : comm_(comm), sum_kernel_(std::move(sum_kernel)) {}
   // Eager runs only (a graph cannot wait on the host): synchronise `stream` around every exchange and
@@ -43,6 +45,7 @@ class NcclExchange final : public DeviceExchange {
   };
   const Timing& timing() const { return timing_; }
   bool host_side() const override { return false; }
+  std::string describe() const override { return "NCCL, inside the graphs (all-gather and a rank-ordered sum)"; }
   Status enqueue_sum(int rank, CUdeviceptr x, int64_t n, CUdeviceptr staging, CUstream stream) override;
   Status enqueue_gather(int rank, CUdeviceptr x, int64_t rows, const std::vector<int64_t>& widths, CUdeviceptr staging,
                         CUstream stream) override;

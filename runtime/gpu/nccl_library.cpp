@@ -51,6 +51,7 @@ Result<std::unique_ptr<NcclLibrary>> NcclLibrary::load(const std::string& librar
   resolve(handle, "ncclGetVersion", n->ncclGetVersion, missing);
   resolve(handle, "ncclGetUniqueId", n->ncclGetUniqueId, missing);
   resolve(handle, "ncclCommInitRank", n->ncclCommInitRank, missing);
+  resolve(handle, "ncclCommInitAll", n->ncclCommInitAll, missing);
   resolve(handle, "ncclAllGather", n->ncclAllGather, missing);
   resolve(handle, "ncclBroadcast", n->ncclBroadcast, missing);
   resolve(handle, "ncclGroupStart", n->ncclGroupStart, missing);

@@ -49,6 +49,7 @@ class NcclLibrary {
   using GetVersionFn = int (*)(int*);
   using GetUniqueIdFn = int (*)(nccl::UniqueId*);
   using CommInitRankFn = int (*)(nccl::Comm*, int, nccl::UniqueId, int);
+  using CommInitAllFn = int (*)(nccl::Comm*, int, const int*);  // comms, ndev, devlist
   using AllGatherFn = int (*)(const void*, void*, size_t, int, nccl::Comm, CUstream);
   using BroadcastFn = int (*)(const void*, void*, size_t, int, int, nccl::Comm, CUstream);  // ..., datatype, root, ...
   using GroupFn = int (*)();
@@ -59,6 +60,7 @@ class NcclLibrary {
   GetVersionFn ncclGetVersion = nullptr;
   GetUniqueIdFn ncclGetUniqueId = nullptr;
   CommInitRankFn ncclCommInitRank = nullptr;
+  CommInitAllFn ncclCommInitAll = nullptr;
   AllGatherFn ncclAllGather = nullptr;
   BroadcastFn ncclBroadcast = nullptr;
   GroupFn ncclGroupStart = nullptr;

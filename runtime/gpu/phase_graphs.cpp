@@ -50,6 +50,15 @@ Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, Device
   return Status::ok();
 }
 
+Status PhaseGraphs::launch_kernels(size_t begin, size_t end, CUstream stream) {
+  for (size_t i = begin; i < end && i < calls_.size(); ++i) {
+    if (!calls_[i].launches) continue;
+    const Status launched = launcher_->launch(*calls_[i].call, env_, calls_[i].bindings, stream);
+    if (!launched.is_ok()) return launched.with_context(where(i));
+  }
+  return Status::ok();
+}
+
 Status PhaseGraphs::build(CUstream stream, bool graphs, DeviceExchange& exchange) {
   segments_.clear();
   for (size_t i = 0; i < calls_.size(); ++i)

@@ -67,6 +67,13 @@ class PhaseGraphs {
   size_t graph_count() const;
   size_t segment_count() const { return segments_.size(); }
 
+  // For the graph of every rank on one GPU (phase_graphs_group.h), which makes the exchanges itself:
+  // the bound calls, and the kernels of calls [begin, end) launched on `stream` (no exchange enqueued).
+  size_t size() const { return calls_.size(); }
+  const BoundCall& call(size_t i) const { return calls_[i]; }
+  const Phase& phase() const { return *phase_; }
+  Status launch_kernels(size_t begin, size_t end, CUstream stream);
+
  private:
   struct Segment {
     size_t begin = 0, end = 0;  // calls [begin, end)

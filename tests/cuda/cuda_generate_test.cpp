@@ -40,14 +40,7 @@ Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log, st
   return generate(o);
 }
 
-class CudaGenerate : public ::testing::Test {
- protected:
-  void SetUp() override {
-    device_ = open_test_device();
-    if (!device_.driver) GTEST_SKIP() << device_.skip;
-  }
-  TestDevice device_;
-};
+class CudaGenerate : public DeviceTest {};
 
 TEST_F(CudaGenerate, CheckModeMatchesTheCpuAtEveryStepAndGraphsEqualEager) {
   test::TempDir dir("cuda_check");

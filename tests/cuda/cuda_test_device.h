@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "common/dtype.h"
 #include "runtime/generate.h"
 
@@ -20,6 +22,16 @@ struct TestDevice {
 };
 // Opens the driver and makes device 0 current on the calling thread.
 TestDevice open_test_device();
+
+// A suite on device 0: each test skips, saying why, where there is none.
+class DeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    device_ = open_test_device();
+    if (!device_.driver) GTEST_SKIP() << device_.skip;
+  }
+  TestDevice device_;
+};
 
 // $DSV41_CACHE, else a folder of this process under the temp directory.
 std::string kernel_cache_dir();

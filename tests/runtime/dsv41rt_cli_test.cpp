@@ -62,6 +62,12 @@ TEST(Dsv41rtCli, ExitCodes) {
                 .exit_code,
             2);
 
+  // --exchange takes device or host only.
+  const test::CommandResult exchange = test::run_dsv41rt({"generate", "/nowhere", "--model", "/nowhere", "--prompt-ids",
+                                                          "1", "--max-tokens", "2", "--backend", "cuda", "--exchange", "nvlink"});
+  EXPECT_EQ(exchange.exit_code, 2) << exchange.describe();
+  EXPECT_NE(exchange.err.find("--exchange"), std::string::npos) << exchange.describe();
+
   const test::CommandResult cuda = test::run_dsv41rt(
       {"generate", "/nowhere", "--model", "/nowhere", "--prompt-ids", "1", "--max-tokens", "2", "--backend", "cuda"});
   EXPECT_EQ(cuda.exit_code, 1) << cuda.describe();
