@@ -40,9 +40,10 @@ std::string kernel_cache_dir() {
 }
 
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
-               const std::filesystem::path& dir) {
+               const std::filesystem::path& dir, const std::vector<int32_t>& engram_token_map) {
   auto inputs = ModelInputs::read(pack.string());
   ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  inputs->engram_token_map = engram_token_map;
   PlanOptions options;
   options.world = world;
   options.target = *find_target("h200");

@@ -26,8 +26,10 @@ std::string kernel_cache_dir();
 
 // Plans every rank of `world` of the model folder `pack` for target h200 with `settings` into
 // DIR/rank{N}.fb, compiling into kernel_cache_dir(); a failure is reported through gtest.
+// `engram_token_map`, when given, is the map the Engram calls hash with (else none: a config with
+// Engram then plans calls the runtime refuses to run).
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
-               const std::filesystem::path& dir);
+               const std::filesystem::path& dir, const std::vector<int32_t>& engram_token_map = {});
 
 // plan_h200 with the CUDA backend tests' settings: context 128, 2 slots, prefill segments of 16,
 // decode bucket 1, activations as given.
