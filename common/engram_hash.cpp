@@ -99,7 +99,8 @@ Result<EngramHashCall> engram_hash_call(const Call& call) {
   EngramHashCall h;
   const auto constant = [&](const char* name, int64_t lo, int64_t hi) -> Result<int64_t> {
     const int64_t v = call.constant(name);
-    if (v < lo || v > hi) return Status::errorf("op {}: constant {} is {}, expected {} .. {}", call.op, name, v, lo, hi);
+    if (v < lo || v > hi)
+      return Status::errorf("op {}: constant {} is {}, expected {} .. {}", call.op, name, v, lo, hi);
     return v;
   };
   DSV41_ASSIGN_OR_RETURN(h.layers, constant("layers", 1, 8));
@@ -158,13 +159,14 @@ Status engram_position_rows(const EngramHashCall& hash, std::span<const int64_t>
   DSV41_ASSIGN_OR_RETURN(const int64_t self, compressed(token, position));
   const int64_t columns = hash.columns();
   for (int64_t l = 0; l < hash.layers; ++l)
-    engram_rows(hash.hashes[l], hash.pad, lookback, std::span<const int64_t>(&self, 1), out.subspan(l * columns, columns));
+    engram_rows(hash.hashes[l], hash.pad, lookback, std::span<const int64_t>(&self, 1),
+                out.subspan(l * columns, columns));
   return Status::ok();
 }
 
 Status engram_row_outside(int64_t layer, int64_t position, int64_t column, int64_t id, int64_t rows) {
-  return Status::errorf("Engram layer {}: position {} column {}: row id {} outside the table's {} rows", layer, position,
-                        column, id, rows);
+  return Status::errorf("Engram layer {}: position {} column {}: row id {} outside the table's {} rows", layer,
+                        position, column, id, rows);
 }
 
 }  // namespace dsv41

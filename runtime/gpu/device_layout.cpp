@@ -98,7 +98,8 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
   if (layout.exchange_bytes > 0)
     out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "exchange staging (NCCL)", "-", gib(layout.exchange_bytes));
   if (layout.engram_bytes > 0) {
-    out += fmt::format("  {:<24} {:>12.3f} {:>12}  (host, mapped: once per host)\n", "Engram tables", gib(l->weights_host()), "-");
+    out += fmt::format("  {:<24} {:>12.3f} {:>12}  (host, mapped: once per host)\n", "Engram tables",
+                       gib(l->weights_host()), "-");
     out += fmt::format("  {:<24} {:>12} {:>12.3f}  (a step's rows; pinned host {:.3f} GiB)\n", "Engram step rows", "-",
                        gib(layout.engram_bytes), gib(layout.engram_pinned_bytes));
     out += fmt::format("  {:<24} {:>12} {:>12}  (bytes copied per phase row)\n", "Engram copy per row",

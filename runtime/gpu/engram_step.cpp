@@ -50,24 +50,26 @@ Result<EngramStepPlan> plan_engram_step(const fb::Program& program, const CallLi
       const int64_t first = call.arg("first_column").ints.at(0), index = call.arg("table").ints.at(0);
       if (columns != plan.columns || row_width != plan.width || first < 0 || first % columns != 0 ||
           first + columns > row_width)
-        return Status::errorf("phase {}: engram_gather of columns [{}, {}) in rows of {}; the hash writes {} columns "
-                              "a layer in rows of {}",
-                              phase.name, first, first + columns, row_width, plan.columns, plan.width);
+        return Status::errorf(
+            "phase {}: engram_gather of columns [{}, {}) in rows of {}; the hash writes {} columns "
+            "a layer in rows of {}",
+            phase.name, first, first + columns, row_width, plan.columns, plan.width);
       if (index < 0 || index >= static_cast<int64_t>(program.weights()->size()))
         return Status::errorf("phase {}: engram_gather names weight {} of {}", phase.name, index,
                               program.weights()->size());
       const fb::PlannedTensor& t = *program.weights()->Get(static_cast<uint32_t>(index));
       const auto* shape = t.local_shape();
       const int64_t dim = call.constant("head_dim");
-      if (!shape || shape->size() != 2 || shape->Get(1) != dim || dim % kScaleGroup != 0 || (plan.dim && plan.dim != dim))
+      if (!shape || shape->size() != 2 || shape->Get(1) != dim || dim % kScaleGroup != 0 ||
+          (plan.dim && plan.dim != dim))
         return Status::errorf("{}: an Engram table of rows of {} values (shape {} dims), expected rows of head_dim {}",
                               t.name()->str(), shape && shape->size() == 2 ? shape->Get(1) : -1,
                               shape ? shape->size() : 0, dim);
       plan.dim = dim;
       EngramStepPlan::Table& table = plan.tables[static_cast<size_t>(first / columns)];
       if (table.weight >= 0 && table.weight != index)
-        return Status::errorf("phase {}: columns [{}, {}) gathered from {} and from {}", phase.name, first, first + columns,
-                              table.name, t.name()->str());
+        return Status::errorf("phase {}: columns [{}, {}) gathered from {} and from {}", phase.name, first,
+                              first + columns, table.name, t.name()->str());
       table = {index, call.arg("layer").ints.at(0), shape->Get(0), t.name()->str()};
     }
   if (!hashed) return EngramStepPlan{};
@@ -89,7 +91,8 @@ Result<std::unique_ptr<EngramStep>> EngramStep::create(const fb::Program& progra
   if (synthetic_seed) {
     // The keys fill_synthetic_weights would draw the table and its scale from.
     for (const EngramStepPlan::Table& t : p.tables)
-      s->synthetic_.emplace_back(synthetic_key(*synthetic_seed, t.name), synthetic_key(*synthetic_seed, scale_name(t.name)));
+      s->synthetic_.emplace_back(synthetic_key(*synthetic_seed, t.name),
+                                 synthetic_key(*synthetic_seed, scale_name(t.name)));
   } else {
     DSV41_ASSIGN_OR_RETURN(s->mapped_, cpu::HostTables::map(program, model_dir, indices));
     for (int64_t index : indices) s->views_.push_back(s->mapped_.view(index));
@@ -105,8 +108,9 @@ Result<std::unique_ptr<EngramStep>> EngramStep::create(const fb::Program& progra
   // Row r's column k reads step row r·width + k: the place the stage below copies it to.
   std::vector<int32_t> ids(static_cast<size_t>(p.capacity * p.width));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-  DSV41_TRY(driver.check(driver.cuMemcpyHtoDAsync(s->device_.ptr() + p.ids_offset(), ids.data(), ids.size() * 4, stream),
-                         "cuMemcpyHtoDAsync_v2(Engram row ids)"));
+  DSV41_TRY(
+      driver.check(driver.cuMemcpyHtoDAsync(s->device_.ptr() + p.ids_offset(), ids.data(), ids.size() * 4, stream),
+                   "cuMemcpyHtoDAsync_v2(Engram row ids)"));
   DSV41_TRY(driver.check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize (after the Engram row ids)"));
   return s;
 }
@@ -130,7 +134,8 @@ void EngramStep::copy_row(size_t table, int64_t id, uint8_t* codes, uint8_t* sca
   }
   const auto [codes_key, scales_key] = synthetic_[table];
   synthetic_bytes(fb::DType::F8_E4M3, codes_key, static_cast<uint64_t>(id * dim), static_cast<uint64_t>(dim), codes);
-  synthetic_bytes(fb::DType::F8_E8M0, scales_key, static_cast<uint64_t>(id * groups), static_cast<uint64_t>(groups), scales);
+  synthetic_bytes(fb::DType::F8_E8M0, scales_key, static_cast<uint64_t>(id * groups), static_cast<uint64_t>(groups),
+                  scales);
 }
 
 Status EngramStep::stage(const Phase& phase, const std::vector<int32_t>& statics, CUstream stream) {
@@ -146,7 +151,8 @@ Status EngramStep::stage(const Phase& phase, const std::vector<int32_t>& statics
     const int64_t position = st.position(r), first = st.first_row(r);
     const int64_t p0 = st.position(first);  // check_phase_statics: 0 <= first <= r
     if (p0 > position)
-      return Status::errorf("phase {}: statics row {}: position {} before its first row's {}", phase.name, r, position, p0);
+      return Status::errorf("phase {}: statics row {}: position {} before its first row's {}", phase.name, r, position,
+                            p0);
     const int32_t* ring = lookback_.data() + st.slot(r) * window;
     for (int64_t k = 0; k < max_n - 1; ++k) {
       const int64_t q = position - (max_n - 1) + k;
@@ -169,9 +175,9 @@ Status EngramStep::stage(const Phase& phase, const std::vector<int32_t>& statics
   const uint64_t scales = static_cast<uint64_t>(phase.rows * p.width * groups);
   DSV41_TRY(driver_.check(driver_.cuMemcpyHtoDAsync(device_.ptr(), pinned_, codes, stream),
                           fmt::format("cuMemcpyHtoDAsync_v2(Engram rows of {}, {} bytes)", phase.name, codes)));
-  DSV41_TRY(driver_.check(driver_.cuMemcpyHtoDAsync(device_.ptr() + p.scales_offset(), pinned_ + p.scales_offset(),
-                                                    scales, stream),
-                          fmt::format("cuMemcpyHtoDAsync_v2(Engram row scales of {}, {} bytes)", phase.name, scales)));
+  DSV41_TRY(driver_.check(
+      driver_.cuMemcpyHtoDAsync(device_.ptr() + p.scales_offset(), pinned_ + p.scales_offset(), scales, stream),
+      fmt::format("cuMemcpyHtoDAsync_v2(Engram row scales of {}, {} bytes)", phase.name, scales)));
   last_copy_bytes_ = codes + scales;
   return Status::ok();
 }
@@ -186,14 +192,16 @@ std::string EngramStep::describe() const {
   uint64_t rows = 0;
   for (const EngramStepPlan::Table& t : p.tables) rows += static_cast<uint64_t>(t.rows);
   const std::string source =
-      synthetic_.empty() ? fmt::format("{} host tables mapped read-only ({:.3f} GB, the page cache's: once per host)",
-                                       p.tables.size(), static_cast<double>(mapped_.mapped_bytes()) / 1e9)
-                         : fmt::format("{} host tables of {} rows synthesised row by row from the seed (nothing mapped)",
-                                       p.tables.size(), rows);
-  return fmt::format("Engram: {}; {} rows of {} bytes gathered per phase row ({} bytes), pinned {:.3f} MiB, "
-                     "device {:.3f} MiB (the largest phase's {} rows)",
-                     source, p.width, p.row_bytes(), p.copy_per_row(), static_cast<double>(p.pinned_bytes()) / 1048576.0,
-                     static_cast<double>(p.device_bytes()) / 1048576.0, p.capacity);
+      synthetic_.empty()
+          ? fmt::format("{} host tables mapped read-only ({:.3f} GB, the page cache's: once per host)", p.tables.size(),
+                        static_cast<double>(mapped_.mapped_bytes()) / 1e9)
+          : fmt::format("{} host tables of {} rows synthesised row by row from the seed (nothing mapped)",
+                        p.tables.size(), rows);
+  return fmt::format(
+      "Engram: {}; {} rows of {} bytes gathered per phase row ({} bytes), pinned {:.3f} MiB, "
+      "device {:.3f} MiB (the largest phase's {} rows)",
+      source, p.width, p.row_bytes(), p.copy_per_row(), static_cast<double>(p.pinned_bytes()) / 1048576.0,
+      static_cast<double>(p.device_bytes()) / 1048576.0, p.capacity);
 }
 
 }  // namespace dsv41::gpu

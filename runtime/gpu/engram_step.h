@@ -83,8 +83,8 @@ class EngramStep {
 
   CudaDriver& driver_;
   EngramStepPlan plan_;
-  EngramHashCall hash_;          // points into plan_.hash
-  cpu::HostTables mapped_;       // empty when synthesised
+  EngramHashCall hash_;                                   // points into plan_.hash
+  cpu::HostTables mapped_;                                // empty when synthesised
   std::vector<cpu::HostTableView> views_;                 // per table, mapped
   std::vector<std::pair<uint64_t, uint64_t>> synthetic_;  // per table: codes' and scales' keys
   DeviceBuffer device_;

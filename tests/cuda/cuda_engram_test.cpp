@@ -11,13 +11,12 @@
 // CUDA path is tested exactly as with the real map (whose hash tests/engram pins on the CPU).
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <optional>
 
 #include <gtest/gtest.h>
 
 #include "compiler/program/rank_planner.h"
 #include "runtime/generate.h"
-#include "runtime/gpu/cuda_backend.h"
 #include "tests/cuda/cuda_test_device.h"
 #include "tests/runtime/runtime_fixtures.h"
 
@@ -52,11 +51,7 @@ Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log,
   cuda.eager = eager;
   cuda.synthetic_seed = synthetic_seed;
   cuda.log = log;
-  o.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
-    DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
-    return std::unique_ptr<Backend>(std::move(backend));
-  };
-  return generate(o);
+  return generate_on_cuda(std::move(o), cuda);
 }
 
 class CudaEngram : public ::testing::Test {
@@ -85,24 +80,11 @@ TEST_F(CudaEngram, CheckModeMatchesTheCpuAtEveryStepAndGraphsEqualEagerAtWorldsO
     ASSERT_EQ(graphs->tokens.size(), static_cast<size_t>(kDecoded));
     EXPECT_EQ(graphs->tokens, cpu->tokens);
     EXPECT_EQ(eager->tokens, graphs->tokens);
-    ASSERT_EQ(graphs->logits.size(), cpu->logits.size());
-    double worst = 0;
-    for (size_t step = 0; step < cpu->logits.size(); ++step) {
-      const std::vector<float>& c = cpu->logits[step];
-      const std::vector<float>& g = graphs->logits[step];
-      ASSERT_EQ(g.size(), c.size());
-      const float bound = 1e-3f * max_abs(c);
-      for (size_t v = 0; v < c.size(); ++v) {
-        worst = std::max(worst, static_cast<double>(std::fabs(g[v] - c[v]) / max_abs(c)));
-        ASSERT_LE(std::fabs(g[v] - c[v]), bound) << "step " << step << " id " << v << ": cuda " << g[v] << ", cpu "
-                                                 << c[v] << ", max|cpu| " << max_abs(c);
-      }
-      ASSERT_EQ(0, std::memcmp(g.data(), eager->logits[step].data(), g.size() * sizeof(float)))
-          << "step " << step << ": graph replay and --eager differ";
-    }
-    std::printf("[measured] dsv41-tiny-engram world %d f32: %zu tokens identical to the CPU's, worst "
-                "|cuda-cpu|/max|cpu| %.2e over %zu steps, graphs == eager\n",
-                world, graphs->tokens.size(), worst, cpu->logits.size());
+    const double worst = expect_check_mode(*cpu, *graphs, *eager);
+    std::printf(
+        "[measured] dsv41-tiny-engram world %d f32: %zu tokens identical to the CPU's, worst "
+        "|cuda-cpu|/max|cpu| %.2e over %zu steps, graphs == eager\n",
+        world, graphs->tokens.size(), worst, cpu->logits.size());
   }
 }
 

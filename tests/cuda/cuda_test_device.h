@@ -10,6 +10,7 @@
 #include "runtime/generate.h"
 
 #include "compiler/plan/serving_settings.h"
+#include "runtime/gpu/cuda_backend.h"
 #include "runtime/gpu/cuda_driver.h"
 
 namespace dsv41::cuda_test {
@@ -36,6 +37,12 @@ void plan_h200(const std::filesystem::path& pack, int world, const ServingSettin
 void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir);
 
 float max_abs(const std::vector<float>& v);
+
+// generate() on the CUDA backend that `cuda` describes.
+Result<GenerateResult> generate_on_cuda(GenerateOptions o, const gpu::CudaBackendOptions& cuda);
+// Check mode's verdict, reported through gtest: every step's logits of `graphs` within
+// 1e-3·max|logit| of `cpu`'s and bit-equal to `eager`'s. Returns the worst |cuda − cpu|/max|cpu|.
+double expect_check_mode(const GenerateResult& cpu, const GenerateResult& graphs, const GenerateResult& eager);
 
 // 40 ids: longer than the window (16) and than index_topk (8) compressed entries at ratio 2.
 std::vector<int32_t> prompt();
