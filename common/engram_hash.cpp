@@ -95,4 +95,78 @@ void engram_rows(const EngramLayerHash& hash, int64_t pad, std::span<const int64
   }
 }
 
+Result<EngramHashCall> engram_hash_call(const Call& call) {
+  EngramHashCall h;
+  const auto constant = [&](const char* name, int64_t lo, int64_t hi) -> Result<int64_t> {
+    const int64_t v = call.constant(name);
+    if (v < lo || v > hi)
+      return Status::errorf("op {}: constant {} is {}, expected {} .. {}", call.op, name, v, lo, hi);
+    return v;
+  };
+  DSV41_ASSIGN_OR_RETURN(h.layers, constant("layers", 1, 8));
+  DSV41_ASSIGN_OR_RETURN(h.max_n, constant("max_n", 2, 8));
+  DSV41_ASSIGN_OR_RETURN(h.heads, constant("heads", 1, 64));
+  DSV41_ASSIGN_OR_RETURN(h.window, constant("window", h.max_n - 1, 1 << 24));
+  const std::vector<int64_t>& map = call.arg("token_map").ints;
+  if (map.empty())
+    return Status::errorf("op {}: the program holds no Engram token map (planned from a folder without "
+                          "tokenizer.json); re-plan it from the model folder with its tokenizer.json",
+                          call.op);
+  const std::vector<int64_t>&multipliers = call.arg("multipliers").ints, &primes = call.arg("primes").ints,
+                          &offsets = call.arg("offsets").ints;
+  const int64_t columns = h.columns(), width = h.width();
+  if (static_cast<int64_t>(multipliers.size()) != h.layers * h.max_n || static_cast<int64_t>(primes.size()) != width ||
+      static_cast<int64_t>(offsets.size()) != width)
+    return Status::errorf("op {}: {} multipliers, {} primes and {} offsets, expected {}, {} and {}", call.op,
+                          multipliers.size(), primes.size(), offsets.size(), h.layers * h.max_n, width, width);
+  for (int64_t p : primes)
+    if (p < 1) return Status::errorf("op {}: a prime {} below 1", call.op, p);
+  h.hashes.resize(static_cast<size_t>(h.layers));
+  for (int64_t l = 0; l < h.layers; ++l) {
+    EngramLayerHash& layer = h.hashes[l];
+    layer.heads = h.heads;
+    layer.multipliers.assign(multipliers.begin() + l * h.max_n, multipliers.begin() + (l + 1) * h.max_n);
+    layer.primes.assign(primes.begin() + l * columns, primes.begin() + (l + 1) * columns);
+    layer.offsets.assign(offsets.begin() + l * columns, offsets.begin() + (l + 1) * columns);
+  }
+  const int64_t pad = call.arg("pad_token").ints.at(0);
+  if (pad < 0 || pad >= static_cast<int64_t>(map.size()))
+    return Status::errorf("op {}: pad_token {} outside the token map's {} ids", call.op, pad, map.size());
+  h.token_map = &map;
+  h.pad = map[pad];
+  return h;
+}
+
+Status engram_position_rows(const EngramHashCall& hash, std::span<const int64_t> before, int64_t token, int64_t row,
+                            int64_t position, std::span<int64_t> out) {
+  DSV41_CHECK(static_cast<int64_t>(before.size()) == hash.max_n - 1);
+  DSV41_CHECK(static_cast<int64_t>(out.size()) == hash.width());
+  const std::vector<int64_t>& map = *hash.token_map;
+  const auto compressed = [&](int64_t raw, int64_t at) -> Result<int64_t> {
+    if (raw < 0 || raw >= static_cast<int64_t>(map.size()))
+      return Status::errorf("op engram_hash: row {} position {}: token {} outside the token map's {} ids", row, at, raw,
+                            map.size());
+    return map[raw];
+  };
+  std::vector<int64_t> lookback(before.size());
+  for (size_t k = 0; k < before.size(); ++k) {
+    const int64_t at = position - static_cast<int64_t>(before.size() - k);
+    lookback[k] = -1;
+    if (before[k] >= 0) {
+      DSV41_ASSIGN_OR_RETURN(lookback[k], compressed(before[k], at));
+    }
+  }
+  DSV41_ASSIGN_OR_RETURN(const int64_t self, compressed(token, position));
+  const int64_t columns = hash.columns();
+  for (int64_t l = 0; l < hash.layers; ++l)
+    engram_rows(hash.hashes[l], hash.pad, lookback, std::span<const int64_t>(&self, 1),
+                out.subspan(l * columns, columns));
+  return Status::ok();
+}
+
+Status engram_row_outside(int64_t layer, int64_t position, int64_t column, int64_t id, int64_t rows) {
+  return Status::errorf("Engram layer {}: position {} column {}: row id {} outside the table's {} rows", layer,
+                        position, column, id, rows);
+}
+
 }  // namespace dsv41

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "common/call_list.h"
 #include "common/model_config.h"
 #include "common/status.h"
 
@@ -45,5 +46,29 @@ Result<std::vector<EngramLayerHash>> engram_layer_hashes(const ModelConfig& conf
 // x_s = XOR over k ≤ s of token(t−k)·multipliers[k].
 void engram_rows(const EngramLayerHash& hash, int64_t pad, std::span<const int64_t> lookback,
                  std::span<const int64_t> ids, std::span<int64_t> rows);
+
+// An engram_hash call's constants and integer lists (docs/ops.md "engram_hash"), checked once, so every
+// backend hashes from the same parameters: the CPU op, and the CUDA backend's host gather of a step's rows.
+struct EngramHashCall {
+  int64_t layers = 0, max_n = 0, heads = 0, window = 0;
+  std::vector<EngramLayerHash> hashes;              // one per Engram layer, in engram_layer_ids order
+  const std::vector<int64_t>* token_map = nullptr;  // the call's own list: the Call must outlive this
+  int64_t pad = 0;                                  // the compressed id of pad_token
+  int64_t columns() const { return (max_n - 1) * heads; }
+  int64_t width() const { return layers * columns(); }
+};
+// Refuses constants out of range, list sizes that disagree with them, a prime below 1, an empty token
+// map (a program planned without tokenizer.json) and a pad token outside the map.
+Result<EngramHashCall> engram_hash_call(const Call& call);
+
+// The row ids of one position for every layer: out[l·columns + col] (width() ids). `before` holds the
+// raw token ids of the max_n − 1 positions before it, oldest first, −1 before the sequence start;
+// `token` is its own. A token outside the map is an error naming the row and that token's position.
+Status engram_position_rows(const EngramHashCall& hash, std::span<const int64_t> before, int64_t token, int64_t row,
+                            int64_t position, std::span<int64_t> out);
+
+// The refusal of a row id outside a table, worded once for every backend: names the layer, the
+// position, the column, the id and the table's rows.
+Status engram_row_outside(int64_t layer, int64_t position, int64_t column, int64_t id, int64_t rows);
 
 }  // namespace dsv41

@@ -24,7 +24,8 @@ void add_backend_flags(CLI::App* cmd, BackendFlags& flags) {
       ->excludes("--device");
   cmd->add_option("--synthetic-weights", flags.synthetic_seed,
                   "cuda: fill every weight on the device from this seed instead of reading the shards (the "
-                  "release shapes run without their files; the tokens mean nothing)");
+                  "release shapes run without their files; the tokens mean nothing); Engram's host tables are "
+                  "then made row by row from the seed as a step reads them, nothing mapped");
   cmd->add_flag("--eager", flags.eager, "cuda: launch every call on each step instead of replaying captured CUDA graphs");
   cmd->add_option("--exchange", flags.exchange,
                   "cuda, ranks as threads: device (inside the graphs: ranks on one GPU share one graph per phase, each "

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/engram_hash.h"
 #include "common/numeric_formats.h"
 
 namespace dsv41::cpu {
@@ -20,9 +21,8 @@ Status engram_fetch_rows(const EngramTable& table, std::span<const int64_t> ids,
   for (size_t i = 0; i < ids.size(); ++i) {
     const int64_t row = ids[i];
     if (row < 0 || row >= table.rows)
-      return Status::errorf("Engram layer {}: position {} column {}: row id {} outside the table's {} rows",
-                            table.layer, static_cast<int64_t>(i) / columns, static_cast<int64_t>(i) % columns, row,
-                            table.rows);
+      return engram_row_outside(table.layer, static_cast<int64_t>(i) / columns, static_cast<int64_t>(i) % columns, row,
+                                table.rows);
     const uint8_t* codes = table.codes + row * table.dim;
     const uint8_t* scales = table.scales + row * groups;
     float* dst = out + static_cast<int64_t>(i) * table.dim;

@@ -8,51 +8,14 @@
 #include "runtime/cpu/ops.h"
 
 namespace dsv41::cpu {
-namespace {
-
-// The compressed id of a raw token through the call's token map, refused when outside it.
-Result<int64_t> compressed(const OpContext& ctx, const std::vector<int64_t>& map, int64_t token, int64_t row,
-                           int64_t position) {
-  if (token < 0 || token >= static_cast<int64_t>(map.size()))
-    return Status::errorf("op {}: row {} position {}: token {} outside the token map's {} ids", ctx.call().op, row,
-                          position, token, map.size());
-  return map[token];
-}
-
-}  // namespace
 
 Status op_engram_hash(const OpContext& ctx) {
-  DSV41_TRY(check_constant(ctx, "layers", 1, 8));
-  DSV41_TRY(check_constant(ctx, "max_n", 2, 8));
-  DSV41_TRY(check_constant(ctx, "heads", 1, 64));
-  DSV41_TRY(check_constant(ctx, "window", ctx.constant("max_n") - 1, 1 << 24));
   DSV41_TRY(check_statics(ctx));
+  DSV41_ASSIGN_OR_RETURN(const EngramHashCall hash, engram_hash_call(ctx.call()));
   const StaticsView& st = ctx.statics();
-  const int64_t layers = ctx.constant("layers"), max_n = ctx.constant("max_n"), heads = ctx.constant("heads");
-  const int64_t window = ctx.constant("window"), columns = (max_n - 1) * heads, width = layers * columns;
-  const std::vector<int64_t>& map = ctx.ints("token_map");
-  if (map.empty())
-    return Status::errorf("op engram_hash: the program holds no Engram token map (planned from a folder without "
-                          "tokenizer.json); re-plan it from the model folder with its tokenizer.json");
-  std::vector<EngramLayerHash> hashes(static_cast<size_t>(layers));
-  const std::vector<int64_t>&multipliers = ctx.ints("multipliers"), &primes = ctx.ints("primes"),
-                          &offsets = ctx.ints("offsets");
-  if (static_cast<int64_t>(multipliers.size()) != layers * max_n || static_cast<int64_t>(primes.size()) != width ||
-      static_cast<int64_t>(offsets.size()) != width)
-    return Status::errorf("op engram_hash: {} multipliers, {} primes and {} offsets, expected {}, {} and {}",
-                          multipliers.size(), primes.size(), offsets.size(), layers * max_n, width, width);
-  for (int64_t l = 0; l < layers; ++l) {
-    EngramLayerHash& h = hashes[l];
-    h.heads = heads;
-    h.multipliers.assign(multipliers.begin() + l * max_n, multipliers.begin() + (l + 1) * max_n);
-    h.primes.assign(primes.begin() + l * columns, primes.begin() + (l + 1) * columns);
-    h.offsets.assign(offsets.begin() + l * columns, offsets.begin() + (l + 1) * columns);
-    for (int64_t p : h.primes)
-      if (p < 1) return Status::errorf("op engram_hash: a prime {} below 1", p);
-  }
-  DSV41_ASSIGN_OR_RETURN(const int64_t pad, compressed(ctx, map, ctx.integer("pad_token"), -1, -1));
+  const int64_t max_n = hash.max_n, window = hash.window, width = hash.width();
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::I32, st.rows * width));
-  std::vector<int64_t> lookback(static_cast<size_t>(max_n - 1)), ids(static_cast<size_t>(columns));
+  std::vector<int64_t> before(static_cast<size_t>(max_n - 1)), ids(static_cast<size_t>(width));
   for (int64_t r = 0; r < st.rows; ++r) {
     if (!st.active(r)) {
       for (int64_t k = 0; k < width; ++k) out.set_int(r * width + k, 0);
@@ -68,18 +31,10 @@ Status op_engram_hash(const OpContext& ctx) {
     // −1 before the sequence start (engram_rows blocks from there on).
     for (int64_t k = 0; k < max_n - 1; ++k) {
       const int64_t q = p - (max_n - 1) + k;
-      int64_t id = -1;
-      if (q >= 0) {
-        const int64_t token = q >= p0 ? st.token(r - (p - q)) : ring.get_int(q % window);
-        DSV41_ASSIGN_OR_RETURN(id, compressed(ctx, map, token, r, q));
-      }
-      lookback[k] = id;
+      before[k] = q < 0 ? -1 : q >= p0 ? st.token(r - (p - q)) : ring.get_int(q % window);
     }
-    DSV41_ASSIGN_OR_RETURN(const int64_t self, compressed(ctx, map, st.token(r), r, p));
-    for (int64_t l = 0; l < layers; ++l) {
-      engram_rows(hashes[l], pad, lookback, std::span<const int64_t>(&self, 1), ids);
-      for (int64_t c = 0; c < columns; ++c) out.set_int(r * width + l * columns + c, static_cast<int32_t>(ids[c]));
-    }
+    DSV41_TRY(engram_position_rows(hash, before, st.token(r), r, p, ids));
+    for (int64_t k = 0; k < width; ++k) out.set_int(r * width + k, static_cast<int32_t>(ids[k]));
   }
   return Status::ok();
 }

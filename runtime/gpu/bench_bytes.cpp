@@ -64,6 +64,7 @@ Result<PhaseWeightBytes> phase_weight_bytes(const fb::Program& program, const Ph
       out.experts.push_back(std::move(e));
       continue;
     }
+    if (call.op == "engram_gather") continue;  // its table is on the host: a step's rows are copied, not read
     for (const Arg& a : call.args) {
       if (a.kind == ArgKind::Weight || a.kind == ArgKind::WeightList)
         for (int64_t index : a.ints) dense.emplace(index, i);

@@ -67,6 +67,8 @@ Result<DeviceLayout> plan_device_layout(const ProgramFile& file, const CallLists
     if (auto it = by_name.find(scale_name(t.name()->str())); it != by_name.end()) layout.scale_of[i] = it->second;
   }
   for (int64_t index : referenced) {
+    // A host table is read through the Engram step's rows, never from device memory.
+    if (index >= 0 && index < static_cast<int64_t>(weights.size()) && weights.Get(index)->host_resident()) continue;
     if (index < 0 || index >= static_cast<int64_t>(weights.size()) || layout.stored.offset[index] < 0)
       return Status::errorf("{}: a call names weight {}, which the program does not plan", file.source(), index);
     const auto& format = layout.format[index];
@@ -95,6 +97,14 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
   out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "error words", "-", gib(layout.error_bytes));
   if (layout.exchange_bytes > 0)
     out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "exchange staging (NCCL)", "-", gib(layout.exchange_bytes));
+  if (layout.engram_bytes > 0) {
+    out += fmt::format("  {:<24} {:>12.3f} {:>12}  (host, mapped: once per host)\n", "Engram tables",
+                       gib(l->weights_host()), "-");
+    out += fmt::format("  {:<24} {:>12} {:>12.3f}  (a step's rows; pinned host {:.3f} GiB)\n", "Engram step rows", "-",
+                       gib(layout.engram_bytes), gib(layout.engram_pinned_bytes));
+    out += fmt::format("  {:<24} {:>12} {:>12}  (bytes copied per phase row)\n", "Engram copy per row",
+                       l->host_copy_per_row(), layout.engram_copy_per_row);
+  }
   out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}", "total", gib(l->total()), gib(layout.total()));
   return out;
 }
@@ -151,10 +161,14 @@ Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, con
   const Phase* ph = &phase;
   env.buffer = [lists, ph](const Arg& a) { return buffer_of(*lists, *ph, a); };
   const fb::Program* p = &program;
-  env.weight_shape = [p](const Arg& a) -> std::vector<int64_t> {
+  const int64_t engram_rows = at.engram.rows;
+  env.weight_shape = [p, engram_rows](const Arg& a) -> std::vector<int64_t> {
     const int64_t i = a.ints.empty() ? -1 : a.ints[0];
     if (i < 0 || i >= static_cast<int64_t>(p->weights()->size())) return {};
     const auto* shape = p->weights()->Get(i)->local_shape();
+    // A host table's gather reads the step's rows (bind below): their count bounds its row ids.
+    if (p->weights()->Get(i)->host_resident() && engram_rows > 0 && shape && shape->size() == 2)
+      return {engram_rows, shape->Get(1)};
     return shape ? std::vector<int64_t>(shape->begin(), shape->end()) : std::vector<int64_t>{};
   };
   const DeviceLayout* l = &layout;
@@ -178,7 +192,9 @@ Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, con
           b.bindings.state[a.name] = {at.state + calls.state_buffers[a.ints[0]].offset,
                                       static_cast<int64_t>(calls.state_bytes_per_slot), slots};
           break;
-        case ArgKind::Weight: b.bindings.weights[a.name] = device_weight(layout, at.weights, a.ints[0]); break;
+        case ArgKind::Weight:
+          if (layout.stored.offset[a.ints[0]] >= 0) b.bindings.weights[a.name] = device_weight(layout, at.weights, a.ints[0]);
+          break;
         case ArgKind::WeightList:
         case ArgKind::IntList:
           b.bindings.weight_lists[a.name] = at.tables + layout.table_offset.at({a.kind, a.ints});
@@ -187,6 +203,10 @@ Result<PhaseGraphs> bind_phase(CudaDriver& driver, KernelLauncher& launcher, con
           break;
         default: break;
       }
+    }
+    if (call.op == "engram_gather" && at.engram.rows > 0) {
+      b.bindings.scratch["ids"] = at.engram.ids;
+      b.bindings.weights["table"] = {at.engram.codes, at.engram.scales};
     }
     if (exchanges != ExchangeBinding::None && (call.op == "exchange_sum" || call.op == "exchange_gather")) {
       b.x = b.bindings.scratch.at("x");

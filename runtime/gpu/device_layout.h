@@ -36,8 +36,12 @@ struct DeviceLayout {
   uint64_t statics_bytes = 0;  // the largest phase's statics block
   uint64_t error_bytes = 0;    // one int32 word per call of the largest phase
   uint64_t exchange_bytes = 0; // captured exchanges only (NCCL): the largest exchange's all-gathered partials
+  // Engram (runtime/gpu/engram_step.h): a step's table rows and their ids on the device; the pinned
+  // host buffer they are gathered into; the bytes copied per phase row.
+  uint64_t engram_bytes = 0, engram_pinned_bytes = 0, engram_copy_per_row = 0;
   uint64_t total() const {
-    return stored.total + table_bytes + state_bytes + arena_bytes + statics_bytes + error_bytes + exchange_bytes;
+    return stored.total + table_bytes + state_bytes + arena_bytes + statics_bytes + error_bytes + exchange_bytes +
+           engram_bytes;
   }
 };
 
@@ -61,9 +65,19 @@ Result<LoadStats> load_weights(CudaDriver& driver, const fb::Program& program, c
 Status upload_tables(CudaDriver& driver, const DeviceLayout& layout, const DeviceBuffer& weights, DeviceBuffer& tables,
                      CUstream stream);
 
+// Where the Engram step puts a step's rows (runtime/gpu/engram_step.h). Every engram_gather reads
+// them instead of the host table it names: its ids from `ids` (row r, column k: r·width + k, its own
+// place) and its rows from the step table {codes, scales} of `rows` rows, which is also the table's
+// row count its bounds check sees. rows 0: no Engram.
+struct EngramBinding {
+  CUdeviceptr ids = 0, codes = 0, scales = 0;
+  int64_t rows = 0;
+};
+
 struct DeviceAddresses {
   CUdeviceptr weights = 0, tables = 0, state = 0, arena = 0, statics = 0, errors = 0;
   CUdeviceptr exchange = 0;  // captured exchanges' staging
+  EngramBinding engram;
 };
 
 // How a world's exchanges run: none to make (world 1: each call's kernel alone), on the host between

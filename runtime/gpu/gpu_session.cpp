@@ -44,13 +44,6 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   std::unique_ptr<GpuSession> s(new GpuSession(driver, exchange));
   DSV41_ASSIGN_OR_RETURN(ModelConfig config,
                          parse_model_config(p.config_json()->str(), file.source() + ": embedded config.json"));
-  // The CUDA backend does not run Engram yet: its tables stay host-resident and no step gathers their
-  // rows into device memory, so the Engram kernels would have no table to read (the CPU backend runs
-  // Engram; docs/cuda-backend.md).
-  if (config.has_engram())
-    return Status::errorf("{}: config engram_layer_ids is not empty: the CUDA backend does not run Engram yet "
-                          "(the CPU backend does: --backend cpu)",
-                          file.source());
   s->rank_ = p.rank();
   s->world_ = p.world();
   s->slots_ = p.settings()->slots();
@@ -83,6 +76,11 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
 
   // Sizes first, then the memory check, then allocations: a plan that cannot fit fails before any.
   DSV41_ASSIGN_OR_RETURN(s->layout_, plan_device_layout(file, s->calls_));
+  auto engram = plan_engram_step(p, s->calls_);
+  if (!engram.is_ok()) return engram.status().with_context(file.source());
+  s->layout_.engram_bytes = engram->device_bytes();
+  s->layout_.engram_pinned_bytes = engram->active() ? engram->pinned_bytes() : 0;
+  s->layout_.engram_copy_per_row = engram->active() ? engram->copy_per_row() : 0;
   // A rank run alone (no peers: bench) makes no exchange either.
   const ExchangeBinding binding = s->world_ == 1 || options.alone ? ExchangeBinding::None
                                   : exchange.host_side() ? ExchangeBinding::Host
@@ -114,8 +112,15 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
   DSV41_TRY(driver.check(driver.cuStreamSynchronize(s->stream_), "cuStreamSynchronize (after the weight load)"));
   DSV41_ASSIGN_OR_RETURN(const auto loaded, driver.memory_info());
 
-  const DeviceAddresses addresses{s->weights_.ptr(), s->tables_.ptr(), s->state_.ptr(), s->arena_.ptr(),
-                                  s->statics_.ptr(), s->errors_.ptr(), s->exchange_staging_.ptr()};
+  DeviceAddresses addresses{s->weights_.ptr(), s->tables_.ptr(), s->state_.ptr(), s->arena_.ptr(),
+                            s->statics_.ptr(),  s->errors_.ptr(), s->exchange_staging_.ptr(), {}};
+  if (engram->active()) {
+    auto step = EngramStep::create(p, std::move(engram).value(), driver, s->slots_, options.model_dir,
+                                   options.synthetic_seed, s->stream_);
+    if (!step.is_ok()) return step.status().with_context(options.model_dir);
+    s->engram_ = std::move(step).value();
+    addresses.engram = s->engram_->binding();
+  }
   const auto graph_start = std::chrono::steady_clock::now();
   for (const Phase& phase : s->calls_.phases) {
     DSV41_ASSIGN_OR_RETURN(PhaseGraphs graphs,
@@ -157,6 +162,7 @@ Result<std::unique_ptr<GpuSession>> GpuSession::create(const ProgramFile& file, 
       gib(after.first));
   if (binding != ExchangeBinding::None) s->boot_report_ += fmt::format("\nrank {}: exchange: {}", s->rank_, exchange.describe());
   if (!group_report.empty()) s->boot_report_ += "\n" + group_report;
+  if (s->engram_) s->boot_report_ += fmt::format("\nrank {}: {}", s->rank_, s->engram_->describe());
   return s;
 }
 
@@ -182,6 +188,8 @@ Status GpuSession::check_errors(size_t index) {
 Status GpuSession::stage(const Phase& phase, const std::vector<int32_t>& statics) {
   DSV41_TRY(phase_index(phase).status());
   DSV41_TRY(check_statics(phase, statics));
+  // The step's Engram rows first: their copy is enqueued ahead of the replay on the same stream.
+  if (engram_) DSV41_TRY(engram_->stage(phase, statics, stream_));
   // On the rank's stream, so the replay that follows reads them (the stream does not wait for the legacy one).
   DSV41_TRY(driver_.check(driver_.cuMemcpyHtoDAsync(statics_.ptr(), statics.data(), statics.size() * sizeof(int32_t), stream_),
                           "cuMemcpyHtoDAsync_v2(statics)"));
@@ -243,6 +251,7 @@ Result<std::vector<uint8_t>> GpuSession::read_buffer(const Phase& phase, const s
 
 void GpuSession::reset_slot(int slot) {
   DSV41_CHECK(slot >= 0 && slot < slots_);
+  if (engram_) engram_->reset_slot(slot);
   const uint64_t per_slot = calls_.state_bytes_per_slot;
   if (per_slot == 0) return;
   Status zeroed = driver_.check(driver_.cuMemsetD8Async(state_.ptr() + slot * per_slot, 0, per_slot, stream_),

@@ -16,6 +16,7 @@
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device_exchange.h"
 #include "runtime/gpu/device_layout.h"
+#include "runtime/gpu/engram_step.h"
 #include "runtime/gpu/kernel_launcher.h"
 #include "runtime/gpu/phase_graphs.h"
 #include "runtime/rank_session.h"
@@ -98,6 +99,7 @@ class GpuSession final : public RankSession {
   CUstream stream_ = nullptr;
   std::unique_ptr<KernelLauncher> launcher_;
   DeviceBuffer weights_, tables_, state_, arena_, statics_, errors_, exchange_staging_;
+  std::unique_ptr<EngramStep> engram_;  // configs with Engram: the step's table rows
   std::vector<PhaseGraphs> graphs_;  // one per phase
   std::vector<int32_t> error_words_;  // host copy, the largest phase's call count
   std::string boot_report_;

@@ -59,6 +59,13 @@ uint8_t synthetic_byte(fb::DType dtype, uint64_t key, uint64_t i, WordCache& cac
 
 }  // namespace
 
+uint64_t synthetic_key(uint64_t seed, const std::string& name) { return splitmix64(seed ^ hash_text(name)); }
+
+void synthetic_bytes(fb::DType dtype, uint64_t key, uint64_t first, uint64_t count, uint8_t* out) {
+  WordCache cache;
+  for (uint64_t b = 0; b < count; ++b) out[b] = synthetic_byte(dtype, key, first + b, cache);
+}
+
 Result<LoadStats> fill_synthetic_weights(const fb::Program& p, const StoredLayout& layout, uint64_t seed,
                                          ByteSink& sink, const LoadOptions& options) {
   const uint64_t chunk_bytes = std::max<uint64_t>(options.chunk_bytes, 4096);
@@ -77,12 +84,11 @@ Result<LoadStats> fill_synthetic_weights(const fb::Program& p, const StoredLayou
   }
   std::vector<uint64_t> keys(layout.offset.size(), 0);
   for (uint32_t t = 0; t < layout.offset.size(); ++t)
-    if (layout.offset[t] >= 0) keys[t] = splitmix64(seed ^ hash_text(p.weights()->Get(t)->name()->str()));
+    if (layout.offset[t] >= 0) keys[t] = synthetic_key(seed, p.weights()->Get(t)->name()->str());
   auto produce = [&](size_t i, uint8_t* buffer) -> Status {
     const Piece& piece = pieces[i];
     const fb::DType dtype = p.weights()->Get(piece.tensor)->dtype();
-    WordCache cache;
-    for (uint64_t b = 0; b < chunks[i].bytes; ++b) buffer[b] = synthetic_byte(dtype, keys[piece.tensor], piece.first + b, cache);
+    synthetic_bytes(dtype, keys[piece.tensor], piece.first, chunks[i].bytes, buffer);
     return Status::ok();
   };
   LoadOptions chunked = options;

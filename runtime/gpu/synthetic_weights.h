@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "runtime/gpu/weight_loader.h"
 
@@ -17,5 +18,11 @@ Result<LoadStats> fill_synthetic_weights(const fb::Program& program, const Store
                                          ByteSink& sink, const LoadOptions& options);
 
 constexpr float kSyntheticAmplitude = 0.05f;
+
+// The key of a tensor's values: what fill_synthetic_weights draws the tensor `name` from.
+uint64_t synthetic_key(uint64_t seed, const std::string& name);
+// Bytes [first, first + count) of a tensor of `dtype` drawn from `key`, exactly as
+// fill_synthetic_weights writes them: the Engram host tables use it to make only the rows a step reads.
+void synthetic_bytes(fb::DType dtype, uint64_t key, uint64_t first, uint64_t count, uint8_t* out);
 
 }  // namespace dsv41::gpu

@@ -33,11 +33,7 @@ Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log, st
   cuda.devices = std::move(devices);
   cuda.eager = eager;
   cuda.log = log;
-  o.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
-    DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
-    return std::unique_ptr<Backend>(std::move(backend));
-  };
-  return generate(o);
+  return generate_on_cuda(std::move(o), cuda);
 }
 
 class CudaGenerate : public DeviceTest {};
@@ -59,21 +55,7 @@ TEST_F(CudaGenerate, CheckModeMatchesTheCpuAtEveryStepAndGraphsEqualEager) {
       ASSERT_TRUE(eager.is_ok()) << eager.status().message();
       ASSERT_EQ(graphs->tokens.size(), static_cast<size_t>(kDecoded));
       EXPECT_EQ(graphs->tokens, cpu->tokens);
-      ASSERT_EQ(graphs->logits.size(), cpu->logits.size());
-      double worst = 0;
-      for (size_t step = 0; step < cpu->logits.size(); ++step) {
-        const std::vector<float>& c = cpu->logits[step];
-        const std::vector<float>& g = graphs->logits[step];
-        ASSERT_EQ(g.size(), c.size());
-        const float bound = 1e-3f * max_abs(c);
-        for (size_t v = 0; v < c.size(); ++v) {
-          worst = std::max(worst, static_cast<double>(std::fabs(g[v] - c[v]) / max_abs(c)));
-          ASSERT_LE(std::fabs(g[v] - c[v]), bound) << "step " << step << " id " << v << ": cuda " << g[v] << ", cpu "
-                                                   << c[v] << ", max|cpu| " << max_abs(c);
-        }
-        ASSERT_EQ(0, std::memcmp(g.data(), eager->logits[step].data(), g.size() * sizeof(float)))
-            << "step " << step << ": graph replay and --eager differ";
-      }
+      const double worst = expect_check_mode(*cpu, *graphs, *eager);
       EXPECT_EQ(eager->tokens, graphs->tokens);
       std::printf("pack %s world %d f32: %zu tokens identical, worst |cuda-cpu|/max|cpu| %.2e, graphs == eager\n",
                   format.c_str(), world, graphs->tokens.size(), worst);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -40,9 +41,10 @@ std::string kernel_cache_dir() {
 }
 
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
-               const std::filesystem::path& dir) {
+               const std::filesystem::path& dir, const std::vector<int32_t>& engram_token_map) {
   auto inputs = ModelInputs::read(pack.string());
   ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  inputs->engram_token_map = engram_token_map;
   PlanOptions options;
   options.world = world;
   options.target = *find_target("h200");
@@ -86,6 +88,44 @@ float max_abs(const std::vector<float>& v) {
   float m = 0;
   for (float x : v) m = std::max(m, std::fabs(x));
   return m;
+}
+
+Result<GenerateResult> generate_on_cuda(GenerateOptions o, const gpu::CudaBackendOptions& cuda) {
+  o.backend = [cuda](int world) -> Result<std::unique_ptr<Backend>> {
+    DSV41_ASSIGN_OR_RETURN(auto backend, gpu::CudaBackend::open(world, cuda));
+    return std::unique_ptr<Backend>(std::move(backend));
+  };
+  return generate(o);
+}
+
+double expect_check_mode(const GenerateResult& cpu, const GenerateResult& graphs, const GenerateResult& eager) {
+  double worst = 0;
+  EXPECT_EQ(graphs.logits.size(), cpu.logits.size());
+  EXPECT_EQ(eager.logits.size(), graphs.logits.size());
+  const size_t steps = std::min({cpu.logits.size(), graphs.logits.size(), eager.logits.size()});
+  for (size_t step = 0; step < steps; ++step) {
+    const std::vector<float>& c = cpu.logits[step];
+    const std::vector<float>& g = graphs.logits[step];
+    if (g.size() != c.size() || eager.logits[step].size() != g.size()) {
+      ADD_FAILURE() << "step " << step << ": " << g.size() << " cuda, " << c.size() << " cpu and "
+                    << eager.logits[step].size() << " eager logits";
+      return worst;
+    }
+    const float bound = 1e-3f * max_abs(c);
+    for (size_t v = 0; v < c.size(); ++v) {
+      worst = std::max(worst, static_cast<double>(std::fabs(g[v] - c[v]) / max_abs(c)));
+      if (std::fabs(g[v] - c[v]) > bound) {
+        ADD_FAILURE() << "step " << step << " id " << v << ": cuda " << g[v] << ", cpu " << c[v] << ", max|cpu| "
+                      << max_abs(c);
+        return worst;
+      }
+    }
+    if (std::memcmp(g.data(), eager.logits[step].data(), g.size() * sizeof(float)) != 0) {
+      ADD_FAILURE() << "step " << step << ": graph replay and --eager differ";
+      return worst;
+    }
+  }
+  return worst;
 }
 
 }  // namespace dsv41::cuda_test

@@ -12,6 +12,7 @@
 #include "runtime/generate.h"
 
 #include "compiler/plan/serving_settings.h"
+#include "runtime/gpu/cuda_backend.h"
 #include "runtime/gpu/cuda_driver.h"
 
 namespace dsv41::cuda_test {
@@ -38,14 +39,22 @@ std::string kernel_cache_dir();
 
 // Plans every rank of `world` of the model folder `pack` for target h200 with `settings` into
 // DIR/rank{N}.fb, compiling into kernel_cache_dir(); a failure is reported through gtest.
+// `engram_token_map`, when given, is the map the Engram calls hash with (else none: a config with
+// Engram then plans calls the runtime refuses to run).
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
-               const std::filesystem::path& dir);
+               const std::filesystem::path& dir, const std::vector<int32_t>& engram_token_map = {});
 
 // plan_h200 with the CUDA backend tests' settings: context 128, 2 slots, prefill segments of 16,
 // decode bucket 1, activations as given.
 void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir);
 
 float max_abs(const std::vector<float>& v);
+
+// generate() on the CUDA backend that `cuda` describes.
+Result<GenerateResult> generate_on_cuda(GenerateOptions o, const gpu::CudaBackendOptions& cuda);
+// Check mode's verdict, reported through gtest: every step's logits of `graphs` within
+// 1e-3·max|logit| of `cpu`'s and bit-equal to `eager`'s. Returns the worst |cuda − cpu|/max|cpu|.
+double expect_check_mode(const GenerateResult& cpu, const GenerateResult& graphs, const GenerateResult& eager);
 
 // 40 ids: longer than the window (16) and than index_topk (8) compressed entries at ratio 2.
 std::vector<int32_t> prompt();

@@ -64,13 +64,15 @@ ServingSettings small_settings() {
   return s;
 }
 
-std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, const ServingSettings& settings) {
+std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, const ServingSettings& settings,
+                                       const std::vector<int32_t>& engram_token_map) {
   std::vector<ProgramFile> out;
   auto inputs = ModelInputs::read(model_dir.string());
   if (!inputs.is_ok()) {
     ADD_FAILURE() << inputs.status().message();
     return out;
   }
+  inputs->engram_token_map = engram_token_map;
   PlanOptions options;
   options.world = world;
   options.settings = settings;

@@ -21,8 +21,10 @@ const fs::path& fixture_pack(const std::string& fixture, const std::string& form
 // Small settings that plan quickly: context 64, 2 slots, prefill segments of 8 and 4, decode rows 1 and 2.
 ServingSettings small_settings();
 
-// Plans every rank of `world` for the model folder; reports a failure and returns what it has.
-std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, const ServingSettings& settings);
+// Plans every rank of `world` for the model folder (target none; Engram calls hash with
+// `engram_token_map`, none when empty); reports a failure and returns what it has.
+std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, const ServingSettings& settings,
+                                       const std::vector<int32_t>& engram_token_map = {});
 // The same, written as DIR/rank{N}.fb.
 void write_programs(const fs::path& dir, const fs::path& model_dir, int world, const ServingSettings& settings);
 
