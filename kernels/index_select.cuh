@@ -27,6 +27,7 @@
 // at block boundaries, the block's maximum carried over).
 #pragma once
 
+#include "cache_rows.cuh"
 #include "kernel_abi.cuh"
 
 namespace dsv41k {
@@ -184,6 +185,21 @@ __device__ __forceinline__ int keep_best(Key* keys, int total, int count, int* s
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace index_select_detail
 
+namespace index_select_detail {
+#ifndef DSV41_CONTRACT_SCAN
+// Value i of entry e's index key: an act row, or a packed FP4 row (the official cache format,
+// kernels/cache_rows.cuh) dequantized as the CPU's unpack.
+template <int DT, int Di>
+__device__ __forceinline__ float key_value(const char* keys, long long e, long long i) {
+  if constexpr (DT == DT_PACKED) {
+    return cache_rows::value<CACHE_INDEX_KEY>(keys + e * cache_rows::row_bytes<CACHE_INDEX_KEY>(Di), i, Di);
+  } else {
+    return load<DT>(keys, e * Di + i);
+  }
+}
+#endif  // DSV41_CONTRACT_SCAN
+}  // namespace index_select_detail
+
 namespace entry {
 
 template <long long index_heads, long long index_head_dim, long long ratio, long long topk, long long mode,
@@ -203,7 +219,9 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   static_assert(mode == 0 || (cand_blocks >= 1 && cand_blocks <= kMaxList && cand_block_size >= 1 &&
                               cand_block_size <= (1 << 24)),
                 "candidate constants out of range (the block list lives in shared memory)");
-  static_assert(dtype_index_cache == DT_F32 || dtype_index_cache == DT_BF16, "index_cache is an act buffer");
+  static_assert(dtype_index_cache == DT_F32 || dtype_index_cache == DT_BF16 ||
+                    (dtype_index_cache == DT_PACKED && index_head_dim % 32 == 0),
+                "index_cache is an act buffer, or packed rows of whole groups of 32");
   constexpr int Hi = static_cast<int>(index_heads), Di = static_cast<int>(index_head_dim);
   constexpr int QS = static_cast<int>(q_stride(index_head_dim));
   constexpr int NJ = Di / 8;  // full chunks of 8 of one dot
@@ -290,10 +308,9 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
           continue;
         }
       }
-      const long long key0 = static_cast<long long>(e) * Di;
       float kreg[NJ > 0 ? NJ : 1];
 #pragma unroll
-      for (int j = 0; j < NJ; ++j) kreg[j] = load<dtype_index_cache>(keys, key0 + k8 + 8 * j);
+      for (int j = 0; j < NJ; ++j) kreg[j] = key_value<dtype_index_cache, Di>(keys, e, k8 + 8 * j);
       float acc_score = 0.0f;
       for (int g = 0; g < (Hi + 3) / 4; ++g) {
         const int h = 4 * g + hsub;
@@ -307,7 +324,7 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
         if constexpr (Di % 8 != 0) {
           float tail = 0.0f;
           for (int i = NJ * 8; i < Di; ++i)
-            tail = __fadd_rn(tail, __fmul_rn(qh[i], load<dtype_index_cache>(keys, key0 + i)));
+            tail = __fadd_rn(tail, __fmul_rn(qh[i], key_value<dtype_index_cache, Di>(keys, e, i)));
           acc = __fadd_rn(acc, tail);
         }
         const float relu = 0.0f < acc ? acc : 0.0f;  // std::max(0.0f, dot): NaN gives 0
