@@ -102,7 +102,7 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
   // The CPU op must have written every float output (no 0xFF poison, which reads as NaN, left).
   for (const Output& o : inputs->outputs) {
     const DType dtype = output_dtype(site, o);
-    if (dtype == DType::I32) continue;
+    if (dtype == DType::I32 || dtype == DType::U8) continue;  // ids; packed cache rows (any byte is a code)
     const std::vector<uint8_t>& bytes = output_bytes(cpu, o);
     bool finite = true;
     for (size_t i = 0; i < bytes.size() && finite; i += dtype_bytes(dtype)) {
@@ -209,16 +209,21 @@ void collect_tiny(const ModelInputs& inputs, const std::string& pack, const Targ
     if (a.lists->world != b.lists->world) return a.lists->world > b.lists->world;
     return a.lists->rank > b.lists->rank;
   };
+  // Both cache formats: the official one adds the packed variants of the cache ops (window_store,
+  // compress, index_select, sparse_attention; dtype_<cache>=packed in their keys).
+  for (CacheFormat cache_format : {CacheFormat::BF16, CacheFormat::Official})
   for (DType activations : {DType::BF16, DType::F32}) {
     ServingSettings settings;
     settings.context = 256;
     settings.slots = 4;
     settings.prefill_rows = {2048, 64, 16};
     settings.activations = activations;
+    settings.cache_format = cache_format;
+    const std::string caches = cache_format == CacheFormat::BF16 ? "" : " caches=official";
     for (int world = 1; world <= 4; ++world)
       for (int rank = 0; rank < world; ++rank) {
-        auto r = plan_lists(inputs, fmt::format("tiny {} pack act={}", pack, dtype_name(activations)), world, rank,
-                            settings, target, without_kernel);
+        auto r = plan_lists(inputs, fmt::format("tiny {} pack act={}{}", pack, dtype_name(activations), caches), world,
+                            rank, settings, target, without_kernel);
         ASSERT_TRUE(r.is_ok()) << "tiny world " << world << " rank " << rank << ": " << r.status().message();
         std::vector<size_t> phases((*r)->calls.phases.size());
         std::iota(phases.begin(), phases.end(), size_t{0});
@@ -253,6 +258,14 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
     for (const char* op : {"engram_hash{", "engram_lookback{", "engram_gather{", "engram_gate{"})
       EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first.rfind(op, 0) == 0; }))
           << op << " has no case";
+  }
+  // The official cache format's packed variants of the cache ops (also when the filter asks for them).
+  if (!filtered || std::string(env_text("DSV41_GPU_FILTER")) == "packed")
+    for (const char* op : {"window_store{", "compress{", "index_select{", "sparse_attention{"})
+      EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) {
+        return kv.first.rfind(op, 0) == 0 && kv.first.find("=packed") != std::string::npos;
+      })) << op << " has no packed (official cache format) case";
+  if (!filtered) {
     EXPECT_GE(static_cast<int>(cases.size()), kTinyMinVariants);
     EXPECT_GE(quantized, kTinyMinQuantized);
   }
