@@ -20,60 +20,56 @@ std::vector<float> rounded(CacheRole role, std::vector<float> v) {
   return out;
 }
 
+// Value `index` of a row (zeros elsewhere) set to `in`; it must read back as `out`.
+struct Known {
+  int index;
+  float in, out;
+};
+// Rounds a row of `dim` values holding `cases` and checks each; returns the packed row.
+std::vector<uint8_t> expect_known(CacheRole role, int64_t dim, const std::vector<Known>& cases) {
+  std::vector<float> v(static_cast<size_t>(dim), 0.0f);
+  for (const Known& k : cases) v[k.index] = k.in;
+  const std::vector<float> r = rounded(role, v);
+  for (const Known& k : cases) EXPECT_EQ(r[k.index], k.out) << "value " << k.index << " = " << k.in;
+  std::vector<uint8_t> row(static_cast<size_t>(packed_row_bytes(role, dim)));
+  pack_cache_row(role, v.data(), dim, row.data());
+  return row;
+}
+
 TEST(CacheFormat, RowBytesOfEachRole) {
   EXPECT_EQ(packed_row_bytes(CacheRole::Window, 512), 528);
   EXPECT_EQ(packed_row_bytes(CacheRole::Compressed, 512), 288);
   EXPECT_EQ(packed_row_bytes(CacheRole::IndexKey, 128), 68);
+  EXPECT_EQ(packed_row_dim(CacheRole::Compressed, 288), 512);
+  EXPECT_EQ(packed_row_dim(CacheRole::IndexKey, 68), 128);
+  EXPECT_EQ(packed_row_dim(CacheRole::Window, 529), 0);
   EXPECT_EQ(cache_format_from_name("official"), CacheFormat::Official);
   EXPECT_EQ(cache_format_from_name("fp8"), std::nullopt);
 }
 
 // FP8 window rows: scale 2^ceil(log2(amax/448)); codes e4m3 nearest, ties to even.
 TEST(CacheFormat, WindowRowsRoundThroughE4M3WithAPowerOfTwoScale) {
-  std::vector<float> v(64, 0.0f);
-  v[0] = 448.0f;    // group 0: amax 448, scale 1
-  v[1] = 1.0625f;   // halfway between 1 and 1.125: ties to the even code, 1
-  v[2] = 1.1875f;   // halfway between 1.125 and 1.25: ties to 1.25
-  v[32] = 900.0f;   // group 1: amax 900, scale 4 (900/4 = 225 exact, step 16 at 128..256: 224)
-  v[33] = 3.0f;     // 0.75 at scale 4: exact
-  const std::vector<uint8_t> row = [&] {
-    std::vector<uint8_t> r(static_cast<size_t>(packed_row_bytes(CacheRole::Window, 64)));
-    pack_cache_row(CacheRole::Window, v.data(), 64, r.data());
-    return r;
-  }();
+  const std::vector<uint8_t> row = expect_known(CacheRole::Window, 64,
+                                                {{0, 448.0f, 448.0f},   // group 0: amax 448, scale 1
+                                                 {1, 1.0625f, 1.0f},    // halfway 1 / 1.125: the even code
+                                                 {2, 1.1875f, 1.25f},   // halfway 1.125 / 1.25: 1.25
+                                                 {32, 900.0f, 896.0f},  // group 1: scale 4, 225 -> 224
+                                                 {33, 3.0f, 3.0f}});    // 0.75 at scale 4: exact
   EXPECT_EQ(row[64], 127);  // UE8M0 of scale 1
   EXPECT_EQ(row[65], 129);  // scale 4
-  const std::vector<float> r = rounded(CacheRole::Window, v);
-  EXPECT_EQ(r[0], 448.0f);
-  EXPECT_EQ(r[1], 1.0f);
-  EXPECT_EQ(r[2], 1.25f);
-  EXPECT_EQ(r[32], 896.0f);
-  EXPECT_EQ(r[33], 3.0f);
   // An all-zero group takes the amax floor 1e-4: scale 2^ceil(log2(1e-4/448)) = 2^-22.
-  std::vector<float> zeros(32, 0.0f);
-  std::vector<uint8_t> z(static_cast<size_t>(packed_row_bytes(CacheRole::Window, 32)));
-  pack_cache_row(CacheRole::Window, zeros.data(), 32, z.data());
-  EXPECT_EQ(z[32], 127 - 22);
+  EXPECT_EQ(expect_known(CacheRole::Window, 32, {})[32], 127 - 22);
 }
 
 // FP4 compressed rows: E4M3 scale = amax/6 rounded to e4m3, per 16; codes e2m1, ties to even, saturating.
 TEST(CacheFormat, CompressedRowsRoundThroughE2M1WithAnE4M3Scale) {
-  std::vector<float> v(32, 0.0f);
-  v[0] = 6.0f;    // scale 1
-  v[1] = 1.75f;   // between 1.5 and 2: ties to 2
-  v[2] = 5.0f;    // between 4 and 6: ties to 4
-  v[3] = -0.25f;  // between 0 and 0.5: ties to 0 (sign kept: -0)
-  v[16] = 6.375f;  // group 1: amax/6 = 1.0625 rounds (tie) to the e4m3 1.0; 6.375 saturates to 6
-  v[17] = 2.9f;
-  const std::vector<float> r = rounded(CacheRole::Compressed, v);
-  EXPECT_EQ(r[0], 6.0f);
-  EXPECT_EQ(r[1], 2.0f);
-  EXPECT_EQ(r[2], 4.0f);
-  EXPECT_EQ(r[3], 0.0f);
-  EXPECT_EQ(r[16], 6.0f);
-  EXPECT_EQ(r[17], 3.0f);
-  std::vector<uint8_t> row(static_cast<size_t>(packed_row_bytes(CacheRole::Compressed, 32)));
-  pack_cache_row(CacheRole::Compressed, v.data(), 32, row.data());
+  const std::vector<uint8_t> row = expect_known(CacheRole::Compressed, 32,
+                                                {{0, 6.0f, 6.0f},      // scale 1
+                                                 {1, 1.75f, 2.0f},     // between 1.5 and 2: ties to 2
+                                                 {2, 5.0f, 4.0f},      // between 4 and 6: ties to 4
+                                                 {3, -0.25f, 0.0f},    // between 0 and 0.5: ties to (-)0
+                                                 {16, 6.375f, 6.0f},   // group 1: amax/6 = 1.0625 ties to the
+                                                 {17, 2.9f, 3.0f}});   // e4m3 1.0; 6.375 saturates to 6
   EXPECT_EQ(row[0], 0x7 | (0x4 << 4));  // 6 (code 7) low nibble, 2 (code 4) high nibble
   EXPECT_EQ(row[16], f32_to_e4m3(1.0f));
   EXPECT_EQ(row[17], f32_to_e4m3(1.0f));
@@ -81,15 +77,10 @@ TEST(CacheFormat, CompressedRowsRoundThroughE2M1WithAnE4M3Scale) {
 
 // FP4 index keys: UE8M0 scale 2^ceil(log2(amax/6)) per 32.
 TEST(CacheFormat, IndexKeysRoundThroughE2M1WithAPowerOfTwoScale) {
-  std::vector<float> v(32, 0.0f);
-  v[0] = 6.01f;  // scale 2: 3.005 -> 3 -> 6
-  v[1] = 2.5f;   // 1.25 at scale 2: between 1 and 1.5, tie -> 1 -> 2
-  std::vector<uint8_t> row(static_cast<size_t>(packed_row_bytes(CacheRole::IndexKey, 32)));
-  pack_cache_row(CacheRole::IndexKey, v.data(), 32, row.data());
+  const std::vector<uint8_t> row = expect_known(CacheRole::IndexKey, 32,
+                                                {{0, 6.01f, 6.0f},   // scale 2: 3.005 -> 3 -> 6
+                                                 {1, 2.5f, 2.0f}});  // 1.25 at scale 2: ties to 1 -> 2
   EXPECT_EQ(row[16], 128);
-  const std::vector<float> r = rounded(CacheRole::IndexKey, v);
-  EXPECT_EQ(r[0], 6.0f);
-  EXPECT_EQ(r[1], 2.0f);
 }
 
 // Fresh random rows: every rounded value is within half a code step of its input (the largest step of
