@@ -15,7 +15,7 @@ namespace {
 // from the same exchanged sums. A value on a rounding boundary could round differently across
 // worlds; measured here: worlds 2-4 within 6.1e-7 of world 1 (5.8e-7 with the short prompt, left
 // out for time), the same tokens, so the check-mode bound (1e-3·max|logit|) holds with margin. The
-// long prompt crosses every attention limit in its prefill (world_match_test.cpp). About 50 s.
+// long prompt crosses every attention limit in its prefill (world_match_test.cpp). 11.5 s here.
 TEST(CacheFormatE2E, OfficialCachesAgreeAcrossWorldsInCheckMode) {
   for (const PromptCase& prompt : {kLongPrompt}) {
     const RunKey one{SynthFormat::Release, Mode::CheckOfficial, 1, prompt};
@@ -40,7 +40,7 @@ TEST(CacheFormatE2E, OfficialCachesAgreeAcrossWorldsInCheckMode) {
 // dsv41-rt generate and a 40-token prompt: 0.077, 0.20, 0.90). The bounds hold those with margin; a
 // cache op that stored garbage or read another row's scale moves every row by O(max|logit|) and fails
 // the median bound. Both runs must choose the first token alike, and the logits must differ (a format
-// silently ignored would leave them equal). About 30 s.
+// silently ignored would leave them equal). 1.7 s here (the world-1 runs of the test above).
 constexpr double kOfficialMedianBound = 0.2, kOfficialWorstBound = 0.5, kOfficialTop1Bound = 0.6;
 
 TEST(CacheFormatE2E, OfficialCachesStayCloseToTheBf16CacheRun) {
