@@ -40,7 +40,7 @@ TEST(CacheFormatE2E, OfficialCachesAgreeAcrossWorldsInCheckMode) {
 // dsv41-rt generate and a 40-token prompt: 0.077, 0.20, 0.90). The bounds hold those with margin; a
 // cache op that stored garbage or read another row's scale moves every row by O(max|logit|) and fails
 // the median bound. Both runs must choose the first token alike, and the logits must differ (a format
-// silently ignored would leave them equal). 1.7 s here (the world-1 runs of the test above).
+// silently ignored would leave them equal). Seconds (1.7 s after the test above, which shares a run).
 constexpr double kOfficialMedianBound = 0.2, kOfficialWorstBound = 0.5, kOfficialTop1Bound = 0.6;
 
 TEST(CacheFormatE2E, OfficialCachesStayCloseToTheBf16CacheRun) {
