@@ -20,6 +20,7 @@ const char* dtype_code_name(int64_t code) {
     case 0: return "f32";
     case 1: return "bf16";
     case 2: return "i32";
+    case 3: return "packed";
     default: return "none";
   }
 }
@@ -29,6 +30,7 @@ Result<int64_t> dtype_code(const Call& call, DType dtype, const std::string& arg
     case DType::F32: return 0;
     case DType::BF16: return 1;
     case DType::I32: return 2;
+    case DType::U8: return 3;  // a cache packed in the official format (common/cache_format.h)
     default: return Status::errorf("op {}: argument {} has dtype {}, which no kernel takes", call.op, arg,
                                    dtype_name(dtype));
   }

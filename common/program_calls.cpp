@@ -1,6 +1,7 @@
 // common/program_calls.cpp — call lists in and out of flatbuffers, with the load-time checks backends rely on.
 #include "common/program_calls.h"
 
+#include "common/cache_format.h"
 #include "common/op_set.h"
 
 namespace dsv41 {
@@ -25,8 +26,11 @@ Result<BufferDecl> read_buffer(const fb::Buffer* b, uint64_t region_bytes, const
   if (!b->name()) return Status::errorf("{} buffer without a name", region);
   BufferDecl d{b->name()->str(), static_cast<DType>(b->dtype()), longs(b->shape()), b->offset(), b->bytes()};
   const int raw_dtype = static_cast<int>(b->dtype());
-  if (d.dtype != DType::BF16 && d.dtype != DType::F32 && d.dtype != DType::I32)
-    return Status::errorf("{} buffer {}: dtype {} is not BF16, F32 or I32", region, d.name, raw_dtype);
+  // U8: a cache packed in the official format (common/cache_format.h), per-slot state only.
+  const bool packed = d.dtype == kPackedCacheDType && std::string_view(region) == "state";
+  if (d.dtype != DType::BF16 && d.dtype != DType::F32 && d.dtype != DType::I32 && !packed)
+    return Status::errorf("{} buffer {}: dtype {} is not BF16, F32 or I32 (or U8, a packed cache, in the state)",
+                          region, d.name, raw_dtype);
   uint64_t elements = 1;
   for (int64_t extent : d.shape) {
     if (extent < 0 || extent > (1ll << 40)) return Status::errorf("{} buffer {}: extent {} out of range", region, d.name, extent);

@@ -8,8 +8,14 @@
 // the latent, the index key's outputs are computed by 8-lane groups (one group per output, lane k
 // holding the CPU dot's partial sum k), and the RMSNorm sums run on thread 0 in the CPU's order.
 // Static shared memory: 4·(Dh + Di + 32) + 8·rope_dim/2 bytes.
+//
+// DT_PACKED caches (the official format, kernels/cache_rows.cuh): the index key is made first, then
+// the latent is roped in place; each row is rounded to bf16 (the served rounding: packed caches have
+// no check mode of their own) and packed a thread per group (FP4 with E4M3 scales per 16 for the
+// compressed row, FP4 with UE8M0 scales per 32 for the index key).
 #pragma once
 
+#include "cache_rows.cuh"
 #include "kernel_abi.cuh"
 
 namespace dsv41k {
@@ -69,6 +75,19 @@ __device__ __forceinline__ void store_roped(void* dst, const float* v, int width
     store<DT>(dst, offset + 2 * i + 1, __fadd_rn(__fmul_rn(f, cs), __fmul_rn(e, sn)));
   }
 }
+// In place: v rotated at `position` on its last 2·pairs dims, every value then rounded to bf16 (the
+// store of a bf16 row, kept in fp32 for packing). Thread t owns pair t and dims t of the rest.
+__device__ __forceinline__ void rope_in_place(float* v, int width, int pairs, const double* freqs, long long position) {
+  const int offset = width - 2 * pairs;
+  for (int d = threadIdx.x; d < offset; d += blockDim.x) v[d] = bf16_round(v[d]);
+  for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
+    const double angle = static_cast<double>(position) * freqs[i];
+    const float cs = static_cast<float>(cos(angle)), sn = static_cast<float>(sin(angle));
+    const float e = v[offset + 2 * i], f = v[offset + 2 * i + 1];
+    v[offset + 2 * i] = bf16_round(__fsub_rn(__fmul_rn(e, cs), __fmul_rn(f, sn)));
+    v[offset + 2 * i + 1] = bf16_round(__fadd_rn(__fmul_rn(f, cs), __fmul_rn(e, sn)));
+  }
+}
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace compress_detail
 
@@ -87,8 +106,13 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
   static_assert(index_head_dim >= 1 && index_head_dim <= 2048, "index_head_dim out of range");
   static_assert(rope_dim >= 0 && rope_dim % 2 == 0 && rope_dim <= head_dim && rope_dim <= index_head_dim,
                 "rope_dim must be even and fit both head dims");
-  static_assert(dtype_cache == DT_F32 || dtype_cache == DT_BF16, "cache is an act buffer");
-  static_assert(dtype_index_cache == DT_F32 || dtype_index_cache == DT_BF16, "index_cache is an act buffer");
+  constexpr bool kPacked = dtype_cache == DT_PACKED;
+  static_assert(dtype_cache == DT_F32 || dtype_cache == DT_BF16 || kPacked, "cache is an act buffer or packed");
+  static_assert(kPacked ? dtype_index_cache == DT_PACKED : (dtype_index_cache == DT_F32 || dtype_index_cache == DT_BF16),
+                "index_cache is an act buffer, or packed with the cache");
+  static_assert(!kPacked || (head_dim % 16 == 0 && index_head_dim % 32 == 0), "packed rows are whole scale groups");
+  // The rounding of RMSNorm outputs: bf16 activations, and always for packed caches (runtime/cpu/ops_compress.cpp).
+  constexpr bool kRoundCache = kPacked || dtype_cache == DT_BF16, kRoundKey = kPacked || dtype_index_cache == DT_BF16;
   using namespace compress_detail;
   constexpr int Dh = static_cast<int>(head_dim), Di = static_cast<int>(index_head_dim);
   constexpr int kPairs = static_cast<int>(rope_dim / 2);
@@ -149,14 +173,16 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
       j = p / ratio;
     }
     // The latent is an RMSNorm output: rounded when the cache holds bf16 (docs/ops.md).
-    rms_norm<dtype_cache == DT_BF16, format_norm>(latent, norm, Dh, eps, &inv_slot);
+    rms_norm<kRoundCache, format_norm>(latent, norm, Dh, eps, &inv_slot);
     if (j >= capacity) {
       if (threadIdx.x == 0) report_error(errors, ERR_CAPACITY);
       continue;
     }
     const long long first = j * ratio;
-    char* cache_row = slot_base(cache, slot) + j * Dh * (dtype_cache == DT_BF16 ? 2 : 4);
-    store_roped<dtype_cache>(cache_row, latent, Dh, kPairs, freqs, first);
+    if constexpr (!kPacked) {
+      char* cache_row = slot_base(cache, slot) + j * Dh * (dtype_cache == DT_BF16 ? 2 : 4);
+      store_roped<dtype_cache>(cache_row, latent, Dh, kPairs, freqs, first);
+    }
 
     // key = wk·latent (Di dots of Dh), one 8-lane group per output.
     for (int base = 0; base < Di; base += groups) {
@@ -167,9 +193,20 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
                                  [&](long long i) { return latent[i]; }, valid ? Dh : 0, k8);
       if (valid && k8 == 0) key[o] = v;
     }
-    rms_norm<dtype_index_cache == DT_BF16, format_k_norm>(key, k_norm, Di, eps, &inv_slot);
-    char* index_row = slot_base(index_cache, slot) + j * Di * (dtype_index_cache == DT_BF16 ? 2 : 4);
-    store_roped<dtype_index_cache>(index_row, key, Di, kPairs, freqs, first);
+    rms_norm<kRoundKey, format_k_norm>(key, k_norm, Di, eps, &inv_slot);
+    if constexpr (kPacked) {
+      // Rope both rows in place (a thread rotates the pairs it owns), round to bf16, then pack them.
+      rope_in_place(key, Di, kPairs, freqs, first);
+      rope_in_place(latent, Dh, kPairs, freqs, first);
+      __syncthreads();
+      cache_rows::pack_row<CACHE_INDEX_KEY>([&](long long i) { return key[i]; }, Di,
+                                           slot_base(index_cache, slot) + j * cache_rows::row_bytes<CACHE_INDEX_KEY>(Di));
+      cache_rows::pack_row<CACHE_COMPRESSED>([&](long long i) { return latent[i]; }, Dh,
+                                            slot_base(cache, slot) + j * cache_rows::row_bytes<CACHE_COMPRESSED>(Dh));
+    } else {
+      char* index_row = slot_base(index_cache, slot) + j * Di * (dtype_index_cache == DT_BF16 ? 2 : 4);
+      store_roped<dtype_index_cache>(index_row, key, Di, kPairs, freqs, first);
+    }
     __syncthreads();  // latent and key are rewritten by the next row
   }
 #endif

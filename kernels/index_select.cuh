@@ -32,6 +32,8 @@
 // block's maximum carried over; such variants never split).
 #pragma once
 
+#include "cache_rows.cuh"
+#include "kernel_abi.cuh"
 #include "topk_keys.cuh"
 
 namespace dsv41k {
@@ -82,6 +84,17 @@ __device__ Key g_blocks[kSplitBlocks * CB];
 __device__ int g_counts[kSplitBlocks][2];
 __device__ unsigned g_finished[kSplitRows];
 
+// Value i of entry e's index key: an act row, or a packed FP4 row (the official cache format,
+// kernels/cache_rows.cuh) dequantized as the CPU's unpack.
+template <int DT, int Di>
+__device__ __forceinline__ float key_value(const char* keys, long long e, long long i) {
+  if constexpr (DT == DT_PACKED) {
+    return cache_rows::value<CACHE_INDEX_KEY>(keys + e * cache_rows::row_bytes<CACHE_INDEX_KEY>(Di), i, Di);
+  } else {
+    return load<DT>(keys, e * Di + i);
+  }
+}
+
 // Keys of entries base .. base + c − 1 into chunk[0, c). Warp w takes entries 4w .. 4w + 3, then
 // 4(w + warps) ..; lane 8·e' + k sums the products of columns ≡ k (mod 8) of entry e' for one head at a
 // time (the heads' dots are independent chains), the butterfly forms the CPU's eight-way sum in all
@@ -101,10 +114,9 @@ __device__ __forceinline__ void score_chunk(const char* keys, const float* q, co
       const int b = static_cast<int>(e / B);
       listed = (kept_bits[b >> 5] >> (b & 31)) & 1u;
     }
-    const long long key0 = static_cast<long long>(e) * Di;
     float kreg[NJ > 0 ? NJ : 1];
 #pragma unroll
-    for (int j = 0; j < NJ; ++j) kreg[j] = listed ? load<DT>(keys, key0 + k8 + 8 * j) : 0.0f;
+    for (int j = 0; j < NJ; ++j) kreg[j] = listed ? key_value<DT, Di>(keys, e, k8 + 8 * j) : 0.0f;
     float score = 0.0f;
 #pragma unroll 4
     for (int h = 0; h < Hi; ++h) {
@@ -118,7 +130,7 @@ __device__ __forceinline__ void score_chunk(const char* keys, const float* q, co
       if constexpr (Di % 8 != 0) {
         float tail = 0.0f;
         for (int i = NJ * 8; i < Di; ++i)
-          tail = __fadd_rn(tail, __fmul_rn(qh[i], listed ? load<DT>(keys, key0 + i) : 0.0f));
+          tail = __fadd_rn(tail, __fmul_rn(qh[i], listed ? key_value<DT, Di>(keys, e, i) : 0.0f));
         acc = __fadd_rn(acc, tail);
       }
       const float relu = 0.0f < acc ? acc : 0.0f;  // std::max(0.0f, dot): NaN gives 0
@@ -166,6 +178,7 @@ __device__ __forceinline__ int merge_partials(Key* list, int chunk, int keep, in
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace index_select_detail
 
+
 namespace entry {
 
 template <long long index_heads, long long index_head_dim, long long ratio, long long topk, long long mode,
@@ -186,7 +199,9 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   static_assert(mode == 0 || (cand_blocks >= 1 && cand_blocks <= kMaxList && cand_block_size >= 1 &&
                               cand_block_size <= (1 << 24)),
                 "candidate constants out of range (the block list lives in shared memory)");
-  static_assert(dtype_index_cache == DT_F32 || dtype_index_cache == DT_BF16, "index_cache is an act buffer");
+  static_assert(dtype_index_cache == DT_F32 || dtype_index_cache == DT_BF16 ||
+                    (dtype_index_cache == DT_PACKED && index_head_dim % 32 == 0),
+                "index_cache is an act buffer, or packed rows of whole groups of 32");
   constexpr int Hi = static_cast<int>(index_heads), Di = static_cast<int>(index_head_dim);
   constexpr int QS = static_cast<int>(q_stride(index_head_dim));
   constexpr int K = static_cast<int>(topk);

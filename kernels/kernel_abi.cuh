@@ -41,7 +41,10 @@ typedef const long long* IntList;      // device array of run-time integers
 typedef int* Errors;                   // this call's error word (0: fine); see report_error
 
 // ---- dtype codes of template parameters named dtype_<arg> ----
-enum : int { DT_F32 = 0, DT_BF16 = 1, DT_I32 = 2 };
+// DT_PACKED: a cache state buffer (U8) packed in the official format of its role (common/cache_format.h):
+// a ring row is e4m3 codes then UE8M0 scales per 32, a compressed row e2m1 codes then E4M3 scales per
+// 16, an index key e2m1 codes then UE8M0 scales per 32 (kernels/cache_rows.cuh reads and writes them).
+enum : int { DT_F32 = 0, DT_BF16 = 1, DT_I32 = 2, DT_PACKED = 3 };
 
 // ---- weight format codes of template parameters named format_<arg> (common/weight_format.h) ----
 enum : int {

@@ -8,8 +8,13 @@
 // (row, head); no dynamic shared memory. Static shared memory: 4·Dh (the query) + 12·(Wn + K) (logits
 // and key row pointers) + 256 bytes. Logits: one 8-lane group per key (lane k holds partial sum k);
 // output: thread t owns dims t, t+256, ... and walks the keys in order.
+//
+// A DT_PACKED ring and cache (the official cache format, kernels/cache_rows.cuh): ring rows are FP8
+// and cache rows FP4, dequantized where read; this step's rows, read from kv, are rounded through the
+// ring's FP8 format where read, as the ring will hold them (the CPU rounds them the same way).
 #pragma once
 
+#include "cache_rows.cuh"
 #include "kernel_abi.cuh"
 
 namespace dsv41k {
@@ -41,11 +46,16 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   static_assert(sparse_attention_detail::static_shared_bytes(head_dim, window, topk) <= 46 * 1024,
                 "query, logits and key pointers must fit static shared memory");
   static_assert(dtype_kv == DT_F32 || dtype_kv == DT_BF16, "kv is an act buffer");
-  static_assert(dtype_ring == dtype_kv && dtype_out == dtype_kv, "one call's activations share a dtype");
-  static_assert(topk > 0 ? dtype_cache == dtype_kv : dtype_cache == -1, "cache present iff topk > 0, an act buffer");
+  constexpr bool kPacked = dtype_ring == DT_PACKED;
+  static_assert((kPacked || dtype_ring == dtype_kv) && dtype_out == dtype_kv, "one call's activations share a dtype");
+  static_assert(topk > 0 ? dtype_cache == (kPacked ? DT_PACKED : dtype_kv) : dtype_cache == -1,
+                "cache present iff topk > 0, in the ring's format");
+  static_assert(!kPacked || head_dim % 32 == 0, "packed rows are whole groups of 32");
   using namespace sparse_attention_detail;
   constexpr int Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window), K = static_cast<int>(topk);
   constexpr long long kRowBytes = static_cast<long long>(Dh) * (dtype_kv == DT_BF16 ? 2 : 4);
+  constexpr long long kRingRowBytes = kPacked ? cache_rows::row_bytes<CACHE_WINDOW>(Dh) : kRowBytes;
+  constexpr long long kCacheRowBytes = kPacked ? cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) : kRowBytes;
   __shared__ float qh[Dh];
   __shared__ float logit[Wn + K];
   __shared__ const char* key_row[Wn + K];
@@ -77,7 +87,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   const char* ringb = slot_base(ring, slot);
   for (int j = threadIdx.x; j < nw; j += blockDim.x) {
     const long long t = t0 + j;
-    key_row[j] = t >= p0 ? kvb + (f + (t - p0)) * kRowBytes : ringb + (t % ring_rows) * kRowBytes;
+    key_row[j] = t >= p0 ? kvb + (f + (t - p0)) * kRowBytes : ringb + (t % ring_rows) * kRingRowBytes;
   }
   for (int d = threadIdx.x; d < Dh; d += blockDim.x) qh[d] = static_cast<const float*>(q)[out0 + d];
   if constexpr (K > 0) {
@@ -93,7 +103,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
         if (bad) report_error(errors, ERR_SELECTION);
         const bool use = s != -1 && !bad;
         const unsigned ballot = __ballot_sync(0xffffffffu, use);
-        if (use) key_row[nw + count + __popc(ballot & ((1u << lane) - 1u))] = cacheb + s * kRowBytes;
+        if (use) key_row[nw + count + __popc(ballot & ((1u << lane) - 1u))] = cacheb + s * kCacheRowBytes;
         count += __popc(ballot);
       }
       if (lane == 0) selected_count = count;
@@ -103,15 +113,28 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   }
   __syncthreads();
   const int count = static_cast<int>(nw) + selected_count;
+  // Key j's value i: keys js .. nw - 1 are this step's rows (from kv), those before them ring rows.
+  const long long js = p0 > t0 ? p0 - t0 : 0;
+  auto key_at = [&](int j, const char* kr, long long i) -> float {
+    if constexpr (kPacked) {
+      if (j >= nw) return cache_rows::value<CACHE_COMPRESSED>(kr, i, Dh);
+      if (j >= js) return cache_rows::window_rounded<dtype_kv>(kr, i);
+      return cache_rows::value<CACHE_WINDOW>(kr, i, Dh);
+    } else {
+      (void)j;
+      return load<dtype_kv>(kr, i);
+    }
+  };
 
   // Logits l_j = (q·k_j)·scale.
   const int lane = threadIdx.x & 31, k8 = lane & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
   for (int base = 0; base < count; base += groups) {
     const int j = base + group;
     const bool valid = j < count;
-    const char* kr = key_row[valid ? j : 0];
+    const int jv = valid ? j : 0;
+    const char* kr = key_row[jv];
     const float v = group8_dot([&](long long i) { return qh[i]; },
-                               [&](long long i) { return load<dtype_kv>(kr, i); }, valid ? Dh : 0, k8);
+                               [&](long long i) { return key_at(jv, kr, i); }, valid ? Dh : 0, k8);
     if (valid && k8 == 0) logit[j] = __fmul_rn(v, scale);
   }
   __syncthreads();
@@ -136,7 +159,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
 #pragma unroll
     for (int c = 0; c < kPer; ++c) {
       const int d = threadIdx.x + c * kThreads;
-      if (d < Dh) o[c] = __fadd_rn(o[c], __fmul_rn(e, load<dtype_kv>(kr, d)));
+      if (d < Dh) o[c] = __fadd_rn(o[c], __fmul_rn(e, key_at(j, kr, d)));
     }
   }
 #pragma unroll

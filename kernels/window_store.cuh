@@ -8,9 +8,11 @@
 // statics with __syncthreads_or); the rows left write distinct entries. A negative position reports
 // ERR_STATICS and a window beyond the ring's rows (ring_rows) reports ERR_CAPACITY; the row is then
 // skipped. The ring and kv are activations of the same dtype in practice; the copy goes through
-// fp32 (exact for equal dtypes).
+// fp32 (exact for equal dtypes). A DT_PACKED ring (the official cache format) stores the row as FP8
+// e4m3 with a UE8M0 scale per 32 values (kernels/cache_rows.cuh), one thread per group.
 #pragma once
 
+#include "cache_rows.cuh"
 #include "kernel_abi.cuh"
 
 namespace dsv41k {
@@ -26,7 +28,9 @@ __device__ __forceinline__ void window_store(Rows rows, Statics statics, Scratch
   static_assert(window >= 1 && window <= (1 << 24), "window out of range");
   static_assert(head_dim >= 1 && head_dim <= (1 << 20), "head_dim out of range");
   static_assert(dtype_kv == DT_F32 || dtype_kv == DT_BF16, "kv is an activation (BF16, or F32 in check mode)");
-  static_assert(dtype_ring == DT_F32 || dtype_ring == DT_BF16, "ring is an activation (BF16, or F32 in check mode)");
+  static_assert(dtype_ring == DT_F32 || dtype_ring == DT_BF16 || dtype_ring == DT_PACKED,
+                "ring is an activation (BF16, or F32 in check mode) or packed (official cache format)");
+  static_assert(dtype_ring != DT_PACKED || head_dim % 32 == 0, "a packed ring row is whole groups of 32");
   constexpr int T = window_store_detail::kThreads;
   const long long r = blockIdx.x;
   if (r >= rows) return;
@@ -49,8 +53,13 @@ __device__ __forceinline__ void window_store(Rows rows, Statics statics, Scratch
   }
   if (__syncthreads_or(later)) return;
   char* base = slot_base(ring, slot);
-  for (long long d = tid; d < head_dim; d += T)
-    store<dtype_ring>(base, entry * head_dim + d, load<dtype_kv>(kv, r * head_dim + d));
+  if constexpr (dtype_ring == DT_PACKED) {
+    cache_rows::pack_row<CACHE_WINDOW>([&](long long d) { return load<dtype_kv>(kv, r * head_dim + d); }, head_dim,
+                                       base + entry * cache_rows::row_bytes<CACHE_WINDOW>(head_dim));
+  } else {
+    for (long long d = tid; d < head_dim; d += T)
+      store<dtype_ring>(base, entry * head_dim + d, load<dtype_kv>(kv, r * head_dim + d));
+  }
 }
 
 }  // namespace entry

@@ -12,7 +12,7 @@
 namespace dsv41::cli {
 
 struct ModelFlags {
-  std::string model_dir, activations = "bf16";
+  std::string model_dir, activations = "bf16", cache_format = "bf16";
   int world = 1;
   std::optional<int64_t> context;  // unset: the model's default (its 0 in ServingSettings)
   ServingSettings settings;

@@ -7,7 +7,8 @@ namespace dsv41 {
 
 CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, const WeightPlan& weights,
                           const ServingSettings& settings, std::span<const int32_t> engram_token_map) {
-  const StateLayout state = plan_state_layout(config, settings.context, settings.activations, settings.draft_tokens);
+  const StateLayout state = plan_state_layout(config, settings.context, settings.activations, settings.draft_tokens,
+                                              settings.cache_format);
   EmitInputs inputs{config, share, weights, state, {}, {}, settings.activations};
   inputs.engram_token_map = engram_token_map;
   if (config.has_engram()) {

@@ -44,6 +44,11 @@ Status check_settings(const ModelConfig& c, const ServingSettings& s) {
       return Status::errorf("setting decode_rows = {}: the largest is below draft_tokens {} + 1, the rows one slot's "
                             "verification needs", s.decode_rows.back(), s.draft_tokens);
   }
+  if (s.cache_format == CacheFormat::Official)
+    for (const auto& [field, dim] : {std::pair<const char*, int64_t>{"head_dim", c.head_dim}, {"index_head_dim", c.index_head_dim}})
+      if (dim % 32 != 0)
+        return Status::errorf("setting cache_format = official: {} {} is not a multiple of 32, the values one cache "
+                              "scale covers", field, dim);
   return Status::ok();
 }
 

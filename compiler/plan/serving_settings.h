@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cache_format.h"
 #include "common/dtype.h"
 #include "common/model_config.h"
 #include "common/status.h"
@@ -27,6 +28,10 @@ struct ServingSettings {
   // window of draft_tokens + 1 rows a slot, so rings are planned draft_tokens rows longer to survive
   // the rewind of rejected rows (docs/serving.md "Drafting").
   int64_t draft_tokens = 0;
+  // How the caches store their rows: BF16 as activations, or Official (each cache packed as the
+  // official code rounds it: FP8 window rows, FP4 compressed rows and index keys; docs/model.md
+  // "Cache formats"). The state per slot shrinks to about 28% at long context.
+  CacheFormat cache_format = CacheFormat::BF16;
 };
 
 // The smaller of kDefaultContext and the model's max_position_embeddings (when it states one).

@@ -26,17 +26,24 @@ int64_t tail_rows(int64_t ratio, int64_t draft_tokens) {
   return draft_tokens == 0 ? ratio : std::max(ratio, draft_tokens + std::max<int64_t>(2, ratio - 1));
 }
 
-StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations, int64_t draft_tokens) {
+StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations, int64_t draft_tokens,
+                              CacheFormat cache_format) {
   StateLayout layout;
   uint64_t used = 0;
+  // One cache of `rows` rows of `dim` values, as activations or packed in its role's official format.
+  auto append_cache = [&](std::string name, CacheRole role, int64_t rows, int64_t dim) {
+    if (cache_format == CacheFormat::Official)
+      return append_buffer(layout.buffers, used, std::move(name), kPackedCacheDType, {rows, packed_row_bytes(role, dim)});
+    return append_buffer(layout.buffers, used, std::move(name), activations, {rows, dim});
+  };
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "L" + std::to_string(l) + ".";
     const LayerRole& role = c.layers[l];
-    used = append_buffer(layout.buffers, used, p + "ring", activations, {ring_rows(c.sliding_window, draft_tokens), c.head_dim});
+    used = append_cache(p + "ring", CacheRole::Window, ring_rows(c.sliding_window, draft_tokens), c.head_dim);
     if (!role.kv_source) continue;
     const int64_t entries = (context + role.ratio - 1) / role.ratio;
-    used = append_buffer(layout.buffers, used, p + "cache", activations, {entries, c.head_dim});
-    used = append_buffer(layout.buffers, used, p + "index_cache", activations, {entries, c.index_head_dim});
+    used = append_cache(p + "cache", CacheRole::Compressed, entries, c.head_dim);
+    used = append_cache(p + "index_cache", CacheRole::IndexKey, entries, c.index_head_dim);
     if (role.ratio >= 2) used = append_buffer(layout.buffers, used, p + "tail", DType::F32, {tail_rows(role.ratio, draft_tokens), 2 * c.head_dim});
   }
   // Engram's lookback: the raw token ids of the last `sliding_window` positions, entry p mod W, so the

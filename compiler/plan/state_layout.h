@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cache_format.h"
 #include "common/call_list.h"
 #include "common/model_config.h"
 
@@ -18,9 +19,11 @@ struct StateLayout {
 // Names: "L{n}.ring", and on kv sources "L{n}.cache", "L{n}.index_cache", "L{n}.tail" (ratio >= 2);
 // "engram.lookback" (I32 [sliding_window] token ids) when the config has Engram layers.
 // `activations` replaces BF16 for cache rows (F32 in check mode). With `draft_tokens` > 0 the rings
-// and tails are longer (ring_rows, tail_rows), so rewinding rejected draft rows loses nothing.
+// and tails are longer (ring_rows, tail_rows), so rewinding rejected draft rows loses nothing. With the
+// official cache format, rings, caches and index caches are packed rows (common/cache_format.h: U8
+// [rows, packed_row_bytes]); tails stay fp32.
 StateLayout plan_state_layout(const ModelConfig& config, int64_t context, DType activations = DType::BF16,
-                              int64_t draft_tokens = 0);
+                              int64_t draft_tokens = 0, CacheFormat cache_format = CacheFormat::BF16);
 
 // Rows of a window ring: the window, plus the rows a rejected verification may write past it. A row
 // at position q lands in slot q mod rows; after a rewind to L the window of L (L - window .. L - 1)

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "common/cache_format.h"
 #include "common/dtype.h"
 #include "common/hashing.h"
 #include "compiler/plan/memory_ledger.h"
@@ -11,6 +12,16 @@ namespace dsv41 {
 namespace {
 
 nlohmann::json span_json(const fb::Span* s) { return nlohmann::json::array({s->begin(), s->end()}); }
+
+// The program's cache format: official exactly when its caches are packed (U8 state buffers, the
+// only ones: compiler/plan/state_layout.h), which is how the program holds the setting.
+CacheFormat program_cache_format(const fb::Program& p) {
+  if (p.state_buffers())
+    for (const fb::Buffer* b : *p.state_buffers())
+      if (static_cast<DType>(b->dtype()) == kPackedCacheDType) return CacheFormat::Official;
+  return CacheFormat::BF16;
+}
+
 std::string span_text(const fb::Span* s) { return fmt::format("[{}, {})", s->begin(), s->end()); }
 
 // Bytes the rank reads, by rule (the ledger's weight lines are the device's: each tensor aligned).
@@ -92,7 +103,8 @@ nlohmann::json program_json(const fb::Program& p) {
         {"prefill_rows", std::vector<int64_t>(p.settings()->prefill_rows()->begin(), p.settings()->prefill_rows()->end())},
         {"decode_rows", decode_rows},
         {"activations", dtype_name(static_cast<DType>(p.settings()->activations()))},
-        {"draft_tokens", p.settings()->draft_tokens()}}},
+        {"draft_tokens", p.settings()->draft_tokens()},
+        {"cache_format", cache_format_name(program_cache_format(p))}}},
       {"digests",
        {{"config", hex64(p.config_digest())},
         {"pack", hex64(p.pack_digest())},
@@ -130,7 +142,9 @@ std::string program_text(const fb::Program& p) {
   text += fmt::format("  reads: {} in {} tensors, {} byte runs\n", gib_text(totals.bytes), p.weights()->size(),
                       totals.ranges);
   text += kernels_text(p);
-  text += fmt::format("  memory at context {} x {} slots:\n", p.settings()->context(), p.settings()->slots());
+  const CacheFormat cache_format = program_cache_format(p);
+  text += fmt::format("  memory at context {} x {} slots{}:\n", p.settings()->context(), p.settings()->slots(),
+                      cache_format == CacheFormat::BF16 ? "" : ", official cache format");
   MemoryLedger ledger{m->weights_replicated(), m->weights_split(), m->weights_host(), m->host_copy_per_row(),
                       m->state_per_slot(), m->state(),
                       m->activations(), m->total(), m->limit()};

@@ -38,6 +38,8 @@ uint64_t agreement_digest(const ModelInputs& inputs, const PlanOptions& options)
   for (int64_t rows : options.settings.decode_rows) h.add_i64(rows);
   // Only when drafting: programs planned without it keep the digests they always had.
   if (options.settings.draft_tokens) h.add_i64(options.settings.draft_tokens);
+  // Likewise only for the official cache format: bf16 programs keep their digests.
+  if (options.settings.cache_format != CacheFormat::BF16) h.add_i64(static_cast<int64_t>(options.settings.cache_format));
   if (!inputs.engram_token_map.empty())
     h.add(hash_bytes(inputs.engram_token_map.data(), inputs.engram_token_map.size() * sizeof(int32_t)));
   return h.digest();

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/cpu/cache_rows.h"
 #include "runtime/cpu/ops.h"
 
 namespace dsv41::cpu {
@@ -29,6 +30,9 @@ Status op_sparse_attention(const OpContext& ctx) {
   }
   const auto scale = static_cast<float>(ctx.real("scale"));
 
+  // With an official (packed) ring, this step's rows are read as the ring will hold them: rounded
+  // through FP8 as the official code rounds kv in place before attending.
+  const bool packed_window = ctx.state("ring", 0).dtype == kPackedCacheDType;
   std::vector<float> keys, qr(static_cast<size_t>(heads * dh)), o(static_cast<size_t>(heads * dh)), logit;
   return for_active_rows(st, {{&out, heads * dh}}, [&](int64_t r) -> Status {
     const int slot = st.slot(r);
@@ -44,30 +48,33 @@ Status op_sparse_attention(const OpContext& ctx) {
       keys.resize(keys.size() + static_cast<size_t>(dh));
       read_floats(view, row * dh, dh, keys.data() + keys.size() - dh);
     };
-    TensorView ring;
-    int64_t ring_rows = 0;
+    auto append_cached = [&](const CacheRows& cache, int64_t row) {
+      keys.resize(keys.size() + static_cast<size_t>(dh));
+      cache.read(row, keys.data() + keys.size() - dh);
+    };
+    CacheRows ring;
     for (int64_t t = std::max<int64_t>(0, p - window + 1); t <= p; ++t) {
       if (t >= p0) {
         append(kv, first + (t - p0));  // a row of this step
+        if (packed_window) round_cache_row(CacheRole::Window, keys.data() + keys.size() - dh, dh, keys.data() + keys.size() - dh);
         continue;
       }
-      if (ring.data == nullptr) {
-        DSV41_ASSIGN_OR_RETURN(ring, state_ring_arg(ctx, "ring", slot, Want::Act, dh, window));
-        DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring));
-        ring_rows = ring.numel() / dh;
+      if (ring.view.data == nullptr) {
+        DSV41_ASSIGN_OR_RETURN(ring, cache_rows_arg(ctx, "ring", slot, CacheRole::Window, dh, window));
+        if (!ring.packed) DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring.view));
       }
-      append(ring, t % ring_rows);
+      append_cached(ring, t % ring.rows());
     }
     if (topk > 0) {
-      DSV41_ASSIGN_OR_RETURN(TensorView cache, state_rows_arg(ctx, "cache", slot, Want::Act, dh));
-      DSV41_TRY(check_same_dtype(ctx, "kv", kv, "cache", cache));
+      DSV41_ASSIGN_OR_RETURN(CacheRows cache, cache_rows_arg(ctx, "cache", slot, CacheRole::Compressed, dh));
+      if (!cache.packed) DSV41_TRY(check_same_dtype(ctx, "kv", kv, "cache", cache.view));
       for (int64_t k = 0; k < topk; ++k) {
         const int32_t s = selected.get_int(r * topk + k);
         if (s == -1) continue;
-        if (s < 0 || s >= cache.numel() / dh)
+        if (s < 0 || s >= cache.rows())
           return Status::errorf("op sparse_attention: row {} selects entry {}, but slot {} holds {} entries", r, s,
-                                slot, cache.numel() / dh);
-        append(cache, s);
+                                slot, cache.rows());
+        append_cached(cache, s);
       }
     }
     const auto count = static_cast<int64_t>(keys.size()) / dh;
@@ -104,10 +111,10 @@ Status op_window_store(const OpContext& ctx) {
   std::vector<float> row(static_cast<size_t>(dh));
   for (int64_t r = 0; r < rows; ++r) {  // in row order: a later position overwrites an earlier one
     if (!st.active(r)) continue;
-    DSV41_ASSIGN_OR_RETURN(TensorView ring, state_ring_arg(ctx, "ring", st.slot(r), Want::Act, dh, window));
-    DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring));
+    DSV41_ASSIGN_OR_RETURN(CacheRows ring, cache_rows_arg(ctx, "ring", st.slot(r), CacheRole::Window, dh, window));
+    if (!ring.packed) DSV41_TRY(check_same_dtype(ctx, "kv", kv, "ring", ring.view));
     read_floats(kv, r * dh, dh, row.data());
-    write_floats(ring, (st.position(r) % (ring.numel() / dh)) * dh, dh, row.data());
+    ring.write(st.position(r) % ring.rows(), row.data());
   }
   return Status::ok();
 }

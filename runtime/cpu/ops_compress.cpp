@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/cpu/cache_rows.h"
 #include "runtime/cpu/ops.h"
 
 namespace dsv41::cpu {
@@ -17,23 +18,26 @@ struct CompressShape {
   std::vector<double> freqs;
 };
 
-// Writes entry j of the slot's caches from its latent (an RMSNorm output, before RoPE).
-Status write_entry(const CompressShape& c, const TensorView& cache, const TensorView& index_cache, int slot,
+// Writes entry j of the slot's caches from its latent (an RMSNorm output, before RoPE). `round`: the
+// bf16 rounding of served activations (packed caches round the bf16 values, as the official code does).
+Status write_entry(const CompressShape& c, const CacheRows& cache, const CacheRows& index_cache, bool round, int slot,
                    int64_t row, int64_t position, const std::vector<float>& latent, int64_t j) {
-  const int64_t capacity = std::min(cache.numel() / c.head_dim, index_cache.numel() / c.index_dim);
+  const int64_t capacity = std::min(cache.rows(), index_cache.rows());
   if (j >= capacity)
     return Status::errorf("op compress: row {} at position {} closes entry {}, but slot {} holds {} entries", row,
                           position, j, slot, capacity);
   const int64_t first = j * c.ratio;  // the group's first position
   std::vector<float> rotated = latent;
   rope_rotate(rotated.data(), c.head_dim, c.freqs, first, false);
-  write_floats(cache, j * c.head_dim, c.head_dim, rotated.data());  // rounded by the BF16 store
+  if (cache.packed && round) for (float& v : rotated) v = bf16_round(v);
+  cache.write(j, rotated.data());  // a BF16 cache rounds at the store
 
   std::vector<float> key(static_cast<size_t>(c.index_dim));
   matvec(c.wk, latent.data(), c.index_dim, c.head_dim, key.data());
-  rms_norm(key.data(), c.k_norm, c.index_dim, c.eps, rounds(index_cache), key.data());
+  rms_norm(key.data(), c.k_norm, c.index_dim, c.eps, round, key.data());
   rope_rotate(key.data(), c.index_dim, c.freqs, first, false);
-  write_floats(index_cache, j * c.index_dim, c.index_dim, key.data());
+  if (index_cache.packed && round) for (float& v : key) v = bf16_round(v);
+  index_cache.write(j, key.data());
   return Status::ok();
 }
 
@@ -93,14 +97,20 @@ Status op_compress(const OpContext& ctx) {
     if (!st.active(r)) continue;
     const int slot = st.slot(r);
     const int64_t p = st.position(r);
-    DSV41_ASSIGN_OR_RETURN(TensorView cache, state_rows_arg(ctx, "cache", slot, Want::Act, dh));
-    DSV41_ASSIGN_OR_RETURN(TensorView index_cache, state_rows_arg(ctx, "index_cache", slot, Want::Act, c.index_dim));
-    DSV41_TRY(check_same_dtype(ctx, "cache", cache, "index_cache", index_cache));
-    const bool round = rounds(cache);  // the latent is an RMSNorm output (§2 row 3)
+    DSV41_ASSIGN_OR_RETURN(CacheRows cache, cache_rows_arg(ctx, "cache", slot, CacheRole::Compressed, dh));
+    DSV41_ASSIGN_OR_RETURN(CacheRows index_cache,
+                           cache_rows_arg(ctx, "index_cache", slot, CacheRole::IndexKey, c.index_dim));
+    if (cache.packed != index_cache.packed)
+      return Status::errorf("op compress: cache is {} but index_cache is {}; one cache format serves both",
+                            cache.packed ? "packed" : "activations", index_cache.packed ? "packed" : "activations");
+    if (!cache.packed) DSV41_TRY(check_same_dtype(ctx, "cache", cache.view, "index_cache", index_cache.view));
+    // The latent is an RMSNorm output (§2 row 3), rounded when activations are bf16. Packed caches
+    // have no activation dtype of their own: they take the served rounding (docs/model.md "Cache formats").
+    const bool round = cache.packed || rounds(cache.view);
     if (!pooled) {
       read_floats(raw, r * dh, dh, latent.data());
       rms_norm(latent.data(), c.norm, dh, c.eps, round, latent.data());
-      DSV41_TRY(write_entry(c, cache, index_cache, slot, r, p, latent, p));
+      DSV41_TRY(write_entry(c, cache, index_cache, round, slot, r, p, latent, p));
       continue;
     }
     DSV41_ASSIGN_OR_RETURN(TensorView tail, state_ring_arg(ctx, "tail", slot, Want::F32, 2 * dh, c.ratio));
@@ -110,7 +120,7 @@ Status op_compress(const OpContext& ctx) {
     if (p % c.ratio != c.ratio - 1) continue;
     latent = pool(tail, p - (c.ratio - 1), c.ratio, dh);
     rms_norm(latent.data(), c.norm, dh, c.eps, round, latent.data());
-    DSV41_TRY(write_entry(c, cache, index_cache, slot, r, p, latent, p / c.ratio));
+    DSV41_TRY(write_entry(c, cache, index_cache, round, slot, r, p, latent, p / c.ratio));
   }
   return Status::ok();
 }

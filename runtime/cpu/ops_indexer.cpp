@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/cpu/cache_rows.h"
 #include "runtime/cpu/ops.h"
 
 namespace dsv41::cpu {
@@ -17,7 +18,7 @@ struct KeyRows {
   int slot = -1;
   int64_t converted = 0;
   std::vector<float> values;
-  void ensure(const TensorView& cache, int for_slot, int64_t n, int64_t width) {
+  void ensure(const CacheRows& cache, int for_slot, int64_t n, int64_t width) {
     if (for_slot != slot) {
       slot = for_slot;
       converted = 0;
@@ -25,7 +26,7 @@ struct KeyRows {
     }
     if (n <= converted) return;
     values.resize(static_cast<size_t>(n * width));
-    read_floats(cache, converted * width, (n - converted) * width, values.data() + converted * width);
+    for (int64_t s = converted; s < n; ++s) cache.read(s, values.data() + s * width);
     converted = n;
   }
 };
@@ -74,10 +75,10 @@ Status op_index_select(const OpContext& ctx) {
   return for_active_rows(st, {{&out, topk}, {&candidates, mode == kCandidateSource ? cand_blocks : 0}}, [&](int64_t r) -> Status {
     const int slot = st.slot(r);
     const int64_t p = st.position(r), n = (p + 1) / ratio;
-    DSV41_ASSIGN_OR_RETURN(TensorView cache, state_rows_arg(ctx, "index_cache", slot, Want::Act, width));
-    if (n > cache.numel() / width)
+    DSV41_ASSIGN_OR_RETURN(CacheRows cache, cache_rows_arg(ctx, "index_cache", slot, CacheRole::IndexKey, width));
+    if (n > cache.rows())
       return Status::errorf("op index_select: row {} at position {} sees {} entries, but slot {} holds {}", r, p, n,
-                            slot, cache.numel() / width);
+                            slot, cache.rows());
     keys.ensure(cache, slot, n, width);
     read_floats(iq, r * heads * width, heads * width, q.data());
     read_floats(iw, r * heads, heads, w.data());

@@ -24,10 +24,13 @@ constexpr double kF32AbsAfterBf16Act = 1e-3;
 
 // Compares one output; "" when it matches, else a report of the first mismatches (element, slot
 // when `slot_stride` (bytes between slot copies of a state buffer) is given, row and column).
-// `f32_abs` is the absolute part for F32 outputs (kF32Abs, or kF32AbsAfterBf16Act).
+// `f32_abs` is the absolute part for F32 outputs (kF32Abs, or kF32AbsAfterBf16Act). Packed cache
+// rows (U8) must be the same bytes, except at most `packed_fraction` of them (a value on a rounding
+// boundary of its code or scale; the count of differing bytes is printed whenever it is not 0).
+constexpr double kPackedFraction = 1.0 / 200;
 std::string compare_output(const std::string& what, DType dtype, const std::vector<int64_t>& shape,
                            const uint8_t* cpu, const uint8_t* gpu, size_t bytes, size_t slot_stride = 0,
-                           double f32_abs = kF32Abs);
+                           double f32_abs = kF32Abs, double packed_fraction = 0);
 
 // The bytes of an output in an image.
 const std::vector<uint8_t>& output_bytes(const Image& image, const Output& output);

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "common/cache_format.h"
 #include "common/numeric_formats.h"
 #include "compiler/synth/synth_encode.h"
 #include "tests/gpu/gpu_op_values.h"
@@ -162,7 +163,11 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
     bytes.assign(l.stride * l.slots, 0);
     for (int s = 0; s < l.slots; ++s) {
       std::vector<uint8_t> one(static_cast<size_t>(n * dtype_bytes(d.dtype)));
-      fill_random(rng, one, d.dtype, n, -1.0f, 1.0f);
+      if (d.dtype == kPackedCacheDType) {  // an official-format cache: valid packed rows of random values
+        fill_packed_rows(rng, one, a.name, d.shape);
+      } else {
+        fill_random(rng, one, d.dtype, n, -1.0f, 1.0f);
+      }
       if (a.name == "lookback")  // Engram's ring of earlier tokens: ids the token map holds
         for (int64_t i = 0; i < n; ++i) store_int(one, i, static_cast<int32_t>(rng.below(vocab)));
       std::memcpy(bytes.data() + s * l.stride, one.data(), one.size());

@@ -105,7 +105,7 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
   // The CPU op must have written every float output (no 0xFF poison, which reads as NaN, left).
   for (const Output& o : inputs->outputs) {
     const DType dtype = output_dtype(site, o);
-    if (dtype == DType::I32) continue;
+    if (dtype == DType::I32 || dtype == DType::U8) continue;  // ids; packed cache rows (any byte is a code)
     const std::vector<uint8_t>& bytes = output_bytes(cpu, o);
     bool finite = true;
     for (size_t i = 0; i < bytes.size() && finite; i += dtype_bytes(dtype)) {
@@ -136,6 +136,8 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
       std::vector<uint8_t>& bytes = o.state ? gpu.state.at(o.index) : gpu.scratch.at(o.index);
       const int size = dtype_bytes(output_dtype(site, o));
       if (!bytes.empty()) bytes[(bytes.size() / size / 2) * size + size - 1] ^= 0x40;  // a high exponent / value bit
+      if (output_dtype(site, o) == DType::U8)  // packed rows: past the bytes kPackedFraction lets differ
+        for (size_t i = 0; i < bytes.size(); i += 97) bytes[i] ^= 0x40;
     }
   }
   for (const Output& o : inputs->outputs) {
@@ -145,7 +147,8 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
         compare_output(fmt::format("output {}{}", o.arg, o.state ? " (state, every slot)" : ""), output_dtype(site, o),
                        output_shape(site, *inputs, o), c_bytes.data(), g_bytes.data(), c_bytes.size(),
                        o.state ? inputs->state_layout.at(o.index).stride : 0,
-                       rounds_act_to_bf16(c.key) ? kF32AbsAfterBf16Act : kF32Abs);
+                       rounds_act_to_bf16(c.key) ? kF32AbsAfterBf16Act : kF32Abs,
+                       kPackedFraction);
     EXPECT_TRUE(report.empty()) << report << "\n  inputs: " << inputs->description;
     // Products: the tight bf16 check (gpu_op_steps.h), and its counts printed, so that a run shows
     // the bf16 and the FP8/FP4 variants of one op side by side.
@@ -212,16 +215,21 @@ void collect_tiny(const ModelInputs& inputs, const std::string& pack, const Targ
     if (a.lists->world != b.lists->world) return a.lists->world > b.lists->world;
     return a.lists->rank > b.lists->rank;
   };
+  // Both cache formats: the official one adds the packed variants of the cache ops (window_store,
+  // compress, index_select, sparse_attention; dtype_<cache>=packed in their keys).
+  for (CacheFormat cache_format : {CacheFormat::BF16, CacheFormat::Official})
   for (DType activations : {DType::BF16, DType::F32}) {
     ServingSettings settings;
     settings.context = 256;
     settings.slots = 4;
     settings.prefill_rows = {2048, 100, 64, 16};  // the tiled products' row classes (row_class)
     settings.activations = activations;
+    settings.cache_format = cache_format;
+    const std::string caches = cache_format == CacheFormat::BF16 ? "" : " caches=official";
     for (int world = 1; world <= 4; ++world)
       for (int rank = 0; rank < world; ++rank) {
-        auto r = plan_lists(inputs, fmt::format("tiny {} pack act={}", pack, dtype_name(activations)), world, rank,
-                            settings, target, without_kernel);
+        auto r = plan_lists(inputs, fmt::format("tiny {} pack act={}{}", pack, dtype_name(activations), caches), world,
+                            rank, settings, target, without_kernel);
         ASSERT_TRUE(r.is_ok()) << "tiny world " << world << " rank " << rank << ": " << r.status().message();
         std::vector<size_t> phases((*r)->calls.phases.size());
         std::iota(phases.begin(), phases.end(), size_t{0});
@@ -256,6 +264,14 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
     for (const char* op : {"engram_hash{", "engram_lookback{", "engram_gather{", "engram_gate{"})
       EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first.rfind(op, 0) == 0; }))
           << op << " has no case";
+  }
+  // The official cache format's packed variants of the cache ops (also when the filter asks for them).
+  if (!filtered || std::string(env_text("DSV41_GPU_FILTER")) == "packed")
+    for (const char* op : {"window_store{", "compress{", "index_select{", "sparse_attention{"})
+      EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) {
+        return kv.first.rfind(op, 0) == 0 && kv.first.find("=packed") != std::string::npos;
+      })) << op << " has no packed (official cache format) case";
+  if (!filtered) {
     EXPECT_GE(static_cast<int>(cases.size()), kTinyMinVariants);
     EXPECT_GE(quantized, kTinyMinQuantized);
   }

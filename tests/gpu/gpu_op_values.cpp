@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "common/cache_format.h"
 #include "common/numeric_formats.h"
 
 namespace dsv41::gpu_test {
@@ -58,6 +59,18 @@ float load(const uint8_t* bytes, DType dtype, int64_t i) {
 
 void fill_random(Rng& rng, std::vector<uint8_t>& bytes, DType dtype, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) store(bytes, dtype, i, dtype == DType::I32 ? 0.0f : rng.uniform(lo, hi));
+}
+
+void fill_packed_rows(Rng& rng, std::vector<uint8_t>& bytes, const std::string& arg, const std::vector<int64_t>& shape) {
+  const std::optional<CacheRole> role = cache_role_of_arg(arg);
+  DSV41_CHECK(role && shape.size() == 2);
+  const int64_t dim = packed_row_dim(*role, shape[1]);
+  DSV41_CHECK(dim > 0);
+  std::vector<float> values(static_cast<size_t>(dim));
+  for (int64_t r = 0; r < shape[0]; ++r) {
+    for (float& v : values) v = rng.uniform(-1.0f, 1.0f);
+    pack_cache_row(*role, values.data(), dim, bytes.data() + r * shape[1]);
+  }
 }
 
 // Up to `count` distinct values of [0, n), in random order.

@@ -43,6 +43,10 @@ float load(const uint8_t* bytes, DType dtype, int64_t i);
 // n elements of `dtype`, uniform in [lo, hi) (I32: zeros).
 void fill_random(Rng& rng, std::vector<uint8_t>& bytes, DType dtype, int64_t n, float lo, float hi);
 
+// A packed cache (common/cache_format.h) of shape [rows, row bytes] for the state argument `arg`
+// ("ring", "cache", "index_cache"): every row random values in [-1, 1) packed in its role's format.
+void fill_packed_rows(Rng& rng, std::vector<uint8_t>& bytes, const std::string& arg, const std::vector<int64_t>& shape);
+
 // Up to `count` distinct values of [0, n), in random order.
 std::vector<int64_t> distinct(Rng& rng, int64_t n, int64_t count);
 

@@ -42,7 +42,15 @@ std::string key_text(const RunKey& k) { return describe(k); }
 
 }  // namespace
 
-const char* mode_name(Mode mode) { return mode == Mode::Check ? "check(f32)" : "bf16"; }
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::Check: return "check(f32)";
+    case Mode::BF16: return "bf16";
+    case Mode::CheckOfficial: return "check(f32)+official-caches";
+    case Mode::BF16Official: return "bf16+official-caches";
+  }
+  return "?";
+}
 const char* format_name(SynthFormat format) { return format == SynthFormat::BF16 ? "bf16-pack" : "release-pack"; }
 
 std::vector<int32_t> prompt_ids(const PromptCase& prompt, int64_t vocab) {
@@ -90,7 +98,8 @@ ServingSettings tiny_settings(Mode mode) {
   s.context = 256;
   s.slots = 1;
   s.prefill_rows = {2048, 64, 16};
-  s.activations = mode == Mode::Check ? DType::F32 : DType::BF16;
+  s.activations = mode == Mode::Check || mode == Mode::CheckOfficial ? DType::F32 : DType::BF16;
+  s.cache_format = mode == Mode::CheckOfficial || mode == Mode::BF16Official ? CacheFormat::Official : CacheFormat::BF16;
   return s;
 }
 
@@ -98,8 +107,7 @@ const fs::path& world_programs(SynthFormat format, Mode mode, int world) {
   Scratch& s = scratch();
   const auto key = std::make_tuple(static_cast<int>(format), static_cast<int>(mode), world);
   if (auto it = s.worlds.find(key); it != s.worlds.end()) return it->second;
-  const fs::path dir = s.root / fmt::format("programs-{}-{}-w{}", format_name(format),
-                                            mode == Mode::Check ? "f32" : "bf16", world);
+  const fs::path dir = s.root / fmt::format("programs-{}-{}-w{}", format_name(format), mode_name(mode), world);
   fs::create_directories(dir);
   auto inputs = ModelInputs::read(tiny_pack(format).string());
   if (!inputs.is_ok()) {

@@ -18,8 +18,10 @@ namespace dsv41::model_test {
 namespace fs = std::filesystem;
 
 // Check: programs planned with activations F32 and the reference with Rounding::None (docs/model.md
-// §2, where 1e-3·max|logit| holds). BF16: the serving numerics on both sides.
-enum class Mode { Check, BF16 };
+// §2, where 1e-3·max|logit| holds). BF16: the serving numerics on both sides. CheckOfficial and
+// BF16Official: the same activations with the official cache format (--cache-format official: packed
+// FP8/FP4 cache rows), which the reference does not model.
+enum class Mode { Check, BF16, CheckOfficial, BF16Official };
 const char* mode_name(Mode mode);
 const char* format_name(SynthFormat format);
 
