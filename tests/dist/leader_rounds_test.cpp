@@ -77,9 +77,15 @@ WorldFacts two_slots() {
 }
 
 TEST(LeaderRounds, TheFollowerRunsEveryRoundAsRankZeroDoesAndRankZeroGetsItsLogits) {
-  auto [leader, follower] = pair_of_ranks();
+  auto ranks = pair_of_ranks();
+  std::unique_ptr<Control>& leader = ranks.first;
   FakeSession zero(0), one(1);
-  auto followed = std::async(std::launch::async, [&] { return follow_rounds(*follower, one, 2, {}); });
+  // The follower closes its connection when it is done, as a process would by exiting; rank 0's stop waits for that.
+  auto followed = std::async(std::launch::async, [&] {
+    const Status s = follow_rounds(*ranks.second, one, 2, {});
+    ranks.second.reset();
+    return s;
+  });
   int announced = 0;
   LeaderRounds rounds(*leader, zero, two_slots(), {}, [&](const RoundPlan&) { ++announced; });
   RoundPlan first;

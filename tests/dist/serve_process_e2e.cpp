@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -60,7 +61,8 @@ httplib::Client client(int port) {
   return c;
 }
 
-// A reply without what differs between two servers by design (its id and creation time).
+// A reply without what differs between two servers by design (its id and creation time; every
+// request gives its seed, so the reply's seed is the same).
 json comparable(const std::string& body) {
   json reply = json::parse(body);
   reply.erase("id");
@@ -72,8 +74,13 @@ json post(int port, const json& request) {
   auto res = client(port).Post("/v1/completions", request.dump(), "application/json");
   if (!res) return {{"transport_error", httplib::to_string(res.error())}};
   if (res->status != 200) return {{"status", res->status}, {"body", res->body}};
-  if (request.value("stream", false)) return res->body.substr(res->body.find("data: "));  // chunks carry ids and times
-  return comparable(res->body);
+  if (!request.value("stream", false)) return comparable(res->body);
+  json chunks = json::array();  // each event's data, without its id and time
+  std::istringstream events(res->body);
+  for (std::string line; std::getline(events, line);)
+    if (line.rfind("data: {", 0) == 0) chunks.push_back(comparable(line.substr(6)));
+    else if (line == "data: [DONE]") chunks.push_back("[DONE]");
+  return chunks;
 }
 
 // The same requests, one at a time and then all at once, at a one-process server of the same programs
@@ -84,10 +91,10 @@ TEST(ServeProcesses, RankZeroOfTwoProcessesAnswersAsOneProcessDoes) {
   const test::fs::path programs = write_world(dir);
   const std::vector<json> requests = {
       {{"model", "tiny"}, {"prompt", {5, 6, 7, 8, 9}}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", 2},
-       {"ignore_eos", true}},
+       {"seed", 1}, {"ignore_eos", true}},
       {{"model", "tiny"}, {"prompt", {300, 301, 17, 4, 1000, 12, 13, 14, 15, 16}}, {"max_tokens", 9},
        {"temperature", 0.8}, {"seed", 11}, {"ignore_eos", true}},
-      {{"model", "tiny"}, {"prompt", {42}}, {"max_tokens", 6}, {"temperature", 0}, {"ignore_eos", true}}};
+      {{"model", "tiny"}, {"prompt", {42}}, {"max_tokens", 6}, {"temperature", 0}, {"seed", 2}, {"ignore_eos", true}}};
 
   serve::ServeConfig config;
   config.program = (programs / "rank0.fb").string();
