@@ -17,7 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What every rank runs, decided once before the threads start.
 // What every round of a generation uses: the request and what plan_generation decided from it.
 struct Steps {
   const GenerateOptions& options;
@@ -53,23 +52,6 @@ PhaseRun segment_run(const std::string& phase, int64_t rows, const std::vector<i
   return run;
 }
 
-// A phase the plan needs, named with the phases the program has when missing.
-Status check_phase(const ProgramFile& program, const std::string& name, int64_t rows) {
-  auto calls = read_call_lists(program.program());
-  if (!calls.is_ok()) return calls.status().with_context(program.source());
-  std::vector<std::string> names;
-  for (const Phase& p : calls->phases) {
-    if (p.name == name) {
-      if (p.rows != rows) return Status::errorf("{}: phase {} has {} rows, expected {}", program.source(), name, p.rows, rows);
-      return Status::ok();
-    }
-    names.push_back(p.name);
-  }
-  return Status::errorf("{}: no phase {} (phases: {})", program.source(), name,
-                        names.empty() ? std::string("none; was it planned without call lists?")
-                                      : fmt::format("{}", fmt::join(names, ", ")));
-}
-
 // The smallest planned decode bucket holding `rows` (plan_generation checked that one does).
 int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t rows) {
   for (int64_t b : buckets)
@@ -79,7 +61,7 @@ int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t rows) {
 
 // Decodes with drafting: each round feeds the pending token and its lookup drafts through one decode
 // window and keeps what accept_drafts keeps; rejected rows need no undo (positions are rewritten).
-Status drive_drafted(World& world, const Steps& steps, uint64_t round, int32_t pending, GenerateResult& out) {
+Status drive_drafted(RoundRunner& world, const Steps& steps, uint64_t round, int32_t pending, GenerateResult& out) {
   const GenerateOptions& o = steps.options;
   std::vector<int32_t> sequence = o.prompt;
   const TokenChooser greedy = [&](const std::vector<float>& logits, int64_t) {
@@ -120,7 +102,7 @@ Status drive_drafted(World& world, const Steps& steps, uint64_t round, int32_t p
 }
 
 // Prefills then decodes greedily, one round per segment or step; rank 0's logits choose each token.
-Status drive(World& world, const Steps& steps, GenerateResult& out) {
+Status drive(RoundRunner& world, const Steps& steps, GenerateResult& out) {
   const int64_t prompt_rows = static_cast<int64_t>(steps.options.prompt.size()), n = steps.plan.segment_rows;
   std::vector<float> last;
   uint64_t round = 0;
@@ -153,7 +135,37 @@ Status drive(World& world, const Steps& steps, GenerateResult& out) {
   return Status::ok();
 }
 
+// A phase the plan needs, named with the phases the program has when missing.
+Status check_phase_in(const ProgramFile& program, const std::string& name, int64_t rows) {
+  auto calls = read_call_lists(program.program());
+  if (!calls.is_ok()) return calls.status().with_context(program.source());
+  std::vector<std::string> names;
+  for (const Phase& p : calls->phases) {
+    if (p.name == name) {
+      if (p.rows != rows) return Status::errorf("{}: phase {} has {} rows, expected {}", program.source(), name, p.rows, rows);
+      return Status::ok();
+    }
+    names.push_back(p.name);
+  }
+  return Status::errorf("{}: no phase {} (phases: {})", program.source(), name,
+                        names.empty() ? std::string("none; was it planned without call lists?")
+                                      : fmt::format("{}", fmt::join(names, ", ")));
+}
+
 }  // namespace
+
+Status check_generation_phases(const GeneratePlan& plan, int max_tokens, const ProgramFile& program) {
+  DSV41_TRY(check_phase_in(program, plan.prefill_phase, plan.segment_rows));
+  if (max_tokens > 1) DSV41_TRY(check_phase_in(program, "decode.r1", 1));
+  return Status::ok();
+}
+
+Result<GenerateResult> generate_on(RoundRunner& rounds, const GenerateOptions& options, const GeneratePlan& plan) {
+  const Steps steps{options, plan};
+  GenerateResult result;
+  DSV41_TRY(drive(rounds, steps, result));
+  return result;
+}
 
 int32_t greedy_token(const float* logits, int64_t n) {
   int32_t best = 0;
@@ -248,17 +260,11 @@ Result<std::vector<ProgramFile>> load_world_programs(const std::string& program_
 Result<GenerateResult> generate(const GenerateOptions& options) {
   DSV41_ASSIGN_OR_RETURN(std::vector<ProgramFile> programs, load_world_programs(options.program_dir));
   DSV41_ASSIGN_OR_RETURN(GeneratePlan plan, plan_generation(options, programs[0]));
-  const Steps steps{options, std::move(plan)};
-  for (const ProgramFile& program : programs) {
-    DSV41_TRY(check_phase(program, steps.plan.prefill_phase, steps.plan.segment_rows));
-    if (steps.options.max_tokens > 1) DSV41_TRY(check_phase(program, "decode.r1", 1));
-  }
+  for (const ProgramFile& program : programs) DSV41_TRY(check_generation_phases(plan, options.max_tokens, program));
   const int world_size = static_cast<int>(programs.size());
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, cpu::make_backend(options.backend, options.model_dir, world_size));
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<World> world, World::start(std::move(programs), std::move(backend)));
-  GenerateResult result;
-  DSV41_TRY(drive(*world, steps, result));
-  return result;
+  return generate_on(*world, options, plan);
 }
 
 }  // namespace dsv41

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "runtime/draft_verify.h"
 #include "runtime/rank_session.h"
+#include "runtime/round_runner.h"
 
 namespace dsv41 {
 
@@ -55,6 +56,14 @@ struct GeneratePlan {
 // Checks the request against the world's config and settings (prompt ids in the vocabulary, prompt +
 // max tokens within the planned context, a planned segment size) and decides the plan.
 Result<GeneratePlan> plan_generation(const GenerateOptions& options, const ProgramFile& program0);
+
+// A program that lacks a phase the plan runs (its prefill phase, and decode.r1 when decoding) is
+// refused, naming the phases it has.
+Status check_generation_phases(const GeneratePlan& plan, int max_tokens, const ProgramFile& program);
+
+// Prefills and decodes as generate() does, on `rounds`: a World of rank threads, or rank 0 of a
+// world of rank processes (runtime/dist/leader_rounds.h).
+Result<GenerateResult> generate_on(RoundRunner& rounds, const GenerateOptions& options, const GeneratePlan& plan);
 
 // The programs of one world, rank i at index i: every rank*.fb of the folder, all present, all of
 // the same world and agreement digest.

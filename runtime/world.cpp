@@ -3,24 +3,13 @@
 
 #include <fmt/format.h>
 
-#include "common/model_config.h"
-
 namespace dsv41 {
 
 Result<std::unique_ptr<World>> World::start(std::vector<ProgramFile> programs, std::unique_ptr<Backend> backend) {
   if (programs.empty()) return Status::error("world: no programs");
-  const fb::Program& p = programs[0].program();
-  DSV41_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(p.config_json()->str(), programs[0].source()));
   std::unique_ptr<World> w(new World());
-  WorldFacts& f = w->facts_;
-  f.world = static_cast<int>(programs.size());
-  f.slots = p.settings()->slots();
-  f.context = p.settings()->context();
-  f.vocab = config.vocab_size;
-  f.eos = static_cast<int32_t>(config.eos_token_id);
-  if (const auto* rows = p.settings()->prefill_rows()) f.prefill_rows.assign(rows->begin(), rows->end());
-  if (const auto* rows = p.settings()->decode_rows()) f.decode_rows.assign(rows->begin(), rows->end());
-  f.draft_tokens = p.settings()->draft_tokens();
+  DSV41_ASSIGN_OR_RETURN(w->facts_, world_facts(programs[0], static_cast<int>(programs.size())));
+  const WorldFacts& f = w->facts_;
   w->programs_ = std::move(programs);
   w->backend_ = std::move(backend);
   for (int rank = 0; rank < f.world; ++rank) w->threads_.emplace_back([world = w.get(), rank] { world->rank_main(rank); });
@@ -56,26 +45,6 @@ void World::fail(int rank, const Status& status) {
   if (first) backend_->abort(failure());
 }
 
-Status World::run_on_rank(RankSession& session, const RoundPlan& plan) {
-  for (int32_t slot : plan.reset_slots) {
-    if (slot < 0 || slot >= facts_.slots)
-      return Status::errorf("round {}: reset slot {} outside 0..{}", plan.round, slot, facts_.slots - 1);
-    session.reset_slot(slot);
-  }
-  for (const PhaseRun& run : plan.runs) {
-    const Phase* phase = session.find_phase(run.phase);
-    if (!phase) return Status::errorf("round {}: no phase {} in this program", plan.round, run.phase);
-    DSV41_TRY(session.run(*phase, run.statics));
-    if (session.rank() != 0) continue;
-    for (int32_t row : run.logits_rows) {
-      std::vector<float> out(static_cast<size_t>(facts_.vocab));
-      DSV41_TRY(session.read_logits(*phase, row, 1, out.data()));
-      logits_.push_back(std::move(out));  // only rank 0 writes logits_
-    }
-  }
-  return Status::ok();
-}
-
 void World::rank_main(int rank) {
   std::unique_ptr<RankSession> session;
   {
@@ -103,7 +72,10 @@ void World::rank_main(int rank) {
       // Every rank decodes the bytes, as a follower process would: the encoding is exercised on every round.
       auto plan = decode_round_plan(bytes);
       try {
-        status = plan.is_ok() ? run_on_rank(*session, *plan) : plan.status();
+        // Only rank 0 writes logits_.
+        status = plan.is_ok() ? run_round_on_session(*session, *plan, facts_.slots, facts_.vocab,
+                                                     rank == 0 ? &logits_ : nullptr)
+                              : plan.status();
       } catch (const std::exception& e) {
         status = Status::errorf("threw: {}", e.what());
       }

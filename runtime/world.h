@@ -18,37 +18,25 @@
 #include "common/status.h"
 #include "runtime/rank_session.h"
 #include "runtime/round_plan.h"
+#include "runtime/round_runner.h"
 
 namespace dsv41 {
 
-// What the world was planned for, read from rank 0's program.
-struct WorldFacts {
-  int world = 1, slots = 0;
-  int64_t context = 0, vocab = 0;
-  int32_t eos = -1;
-  std::vector<int64_t> prefill_rows, decode_rows;  // as planned
-  int64_t draft_tokens = 0;                        // drafts a round may verify per slot, as planned
-};
-
-class World {
+class World final : public RoundRunner {
  public:
   // Starts one thread per program (rank i at index i) and waits until every session is made.
   static Result<std::unique_ptr<World>> start(std::vector<ProgramFile> programs, std::unique_ptr<Backend> backend);
-  ~World();  // stops and joins the rank threads
+  ~World() override;  // stops and joins the rank threads
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
-  const WorldFacts& facts() const { return facts_; }
-  // Runs `plan` on every rank; returns rank 0's logits rows (each `vocab` floats), every run's
-  // logits_rows in order. One round at a time (callers serialise).
-  Result<std::vector<std::vector<float>>> run(const RoundPlan& plan);
-  // The reason the world ended, or empty while it is healthy.
-  std::string failure() const;
+  const WorldFacts& facts() const override { return facts_; }
+  Result<std::vector<std::vector<float>>> run(const RoundPlan& plan) override;
+  std::string failure() const override;
 
  private:
   World() = default;
   void rank_main(int rank);
-  Status run_on_rank(RankSession& session, const RoundPlan& plan);
   void fail(int rank, const Status& status);
 
   WorldFacts facts_;

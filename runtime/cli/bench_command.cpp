@@ -1,4 +1,4 @@
-// runtime/cli/bench_command.cpp — `dsv41-rt bench PROGRAM... [--synthetic-weights SEED | --model DIR]`: flags and printing.
+// runtime/cli/bench_command.cpp — `dsv41-rt bench PROGRAM... [--synthetic-weights SEED | --model DIR] [--master ...]`: flags and printing.
 #include "runtime/cli/bench_command.h"
 
 #include <cstdio>
@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "common/program_file.h"
+#include "runtime/cli/rank_flags.h"
+#include "runtime/gpu/bench_rank.h"
 #include "runtime/gpu/bench_report.h"
 #include "runtime/gpu/bench_runner.h"
 
@@ -18,6 +20,7 @@ struct BenchFlags {
   gpu::BenchOptions options;
   bool no_prefill = false, json = false, quiet = false;
   std::string json_out;
+  dist::RankProcessOptions rank;  // --master: this process is one rank of a bench world
 };
 
 Status run_bench_command(BenchFlags f) {
@@ -25,20 +28,32 @@ Status run_bench_command(BenchFlags f) {
   if (f.quiet) f.options.progress = nullptr;
   std::string lines;  // --json-out: every program's object so far, rewritten whole after each
   int failed = 0;
-  for (const std::string& program : f.programs) {
+  const gpu::BenchReportSink print = [&](const gpu::BenchReport& report) -> Status {
+    for (const gpu::PhaseMeasure& m : report.phases) failed += !m.error.empty();
+    if (f.json)
+      std::printf("%s\n", gpu::bench_json(report).dump().c_str());  // one line per program (JSON Lines)
+    else
+      std::printf("%s\n", gpu::bench_text(report).c_str());
+    std::fflush(stdout);
+    if (f.json_out.empty()) return Status::ok();
+    lines += gpu::bench_json(report).dump() + "\n";
+    return write_file_atomic(f.json_out, lines.data(), lines.size()).with_context("--json-out");
+  };
+  if (!f.rank.master.empty()) {
+    if (f.programs.size() != 1)
+      return Status::errorf("{} programs with --master: a rank process measures one (the folder of rank*.fb, or its "
+                            "own rank{}.fb)", f.programs.size(), f.rank.rank);
+    const int rank = f.rank.rank;
+    f.rank.on_peer_failure = [rank](const std::string& reason) { exit_for_peer_failure(rank, reason); };
     gpu::BenchOptions options = f.options;
-    options.program = program;
-    DSV41_TRY(gpu::run_bench(options, [&](const gpu::BenchReport& report) -> Status {
-      for (const gpu::PhaseMeasure& m : report.phases) failed += !m.error.empty();
-      if (f.json)
-        std::printf("%s\n", gpu::bench_json(report).dump().c_str());  // one line per program (JSON Lines)
-      else
-        std::printf("%s\n", gpu::bench_text(report).c_str());
-      std::fflush(stdout);
-      if (f.json_out.empty()) return Status::ok();
-      lines += gpu::bench_json(report).dump() + "\n";
-      return write_file_atomic(f.json_out, lines.data(), lines.size()).with_context("--json-out");
-    }));
+    options.program = f.programs[0];
+    DSV41_TRY(gpu::run_bench_as_rank(options, f.rank, print).with_context(fmt::format("rank {}", rank)));
+  } else {
+    for (const std::string& program : f.programs) {
+      gpu::BenchOptions options = f.options;
+      options.program = program;
+      DSV41_TRY(gpu::run_bench(options, print));
+    }
   }
   if (failed > 0) return Status::errorf("{} phase{} failed (see the report)", failed, failed == 1 ? "" : "s");
   return Status::ok();
@@ -60,11 +75,17 @@ Runner add_bench_command(CLI::App& app) {
       "bytes over the median step; 'roofline' is that as a share of the measured read bandwidth.\n"
       "--per-op adds a table of per-call times (CUDA events around each launch of the eager pass), grouped\n"
       "by op, slowest first. A program of a bigger world is measured with --alone: its rank by itself,\n"
-      "exchanges without peers (the per-rank case; its logits mean nothing).\n\n"
+      "exchanges without peers (the per-rank case; its logits mean nothing), or with every rank a process\n"
+      "(--rank/--world/--master, or `dsv41-rt launch --gpus 0,1 bench DIR ...`): NCCL inside the graphs, each\n"
+      "phase replayed exactly --replays times on every rank, rank 0's report printed, and per phase the time\n"
+      "of one step's NCCL exchanges (eager pass, each synchronised before and after, host-timed).\n\n"
       "Example (the bench fixture at world 1, release formats, synthetic weights):\n"
       "  dsv41c synth-pack --config fixtures/dsv41-bench/config.json --out /tmp/bench --format release --headers-only\n"
       "  dsv41c plan /tmp/bench --world 1 --slots 16 --target h200 --out /tmp/bench-w1\n"
-      "  dsv41-rt bench /tmp/bench-w1/rank0.fb --synthetic-weights 7 --per-op");
+      "  dsv41-rt bench /tmp/bench-w1/rank0.fb --synthetic-weights 7 --per-op\n"
+      "  # world 2, one process per GPU:\n"
+      "  dsv41c plan /tmp/bench --world 2 --slots 16 --target h200 --out /tmp/bench-w2\n"
+      "  dsv41-rt launch --gpus 0,1 bench /tmp/bench-w2 --synthetic-weights 7 --rows 1,8 --no-prefill");
   cmd->add_option("PROGRAM", f->programs, "one rank's program (rank{N}.fb) or several, measured in turn")->required();
   cmd->add_option("--model", f->options.model_dir, "the model folder the programs were planned from (its shards are read)");
   cmd->add_option("--synthetic-weights", f->options.synthetic_seed,
@@ -99,6 +120,7 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", f->json, "print one JSON object per program (JSON Lines) instead of tables");
   cmd->add_option("--json-out", f->json_out, "also write the JSON objects to this file (JSON Lines), whatever is printed");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr");
+  add_rank_flags(cmd, f->rank);
   return [f]() { return run_bench_command(*f); };
 }
 

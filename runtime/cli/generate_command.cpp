@@ -12,11 +12,10 @@
 #include <fmt/ranges.h>
 
 #include "common/program_file.h"
-#include "runtime/dist/control.h"
 #include "runtime/dist/rank_process.h"
 #include "runtime/generate.h"
 #include "runtime/cli/backend_flags.h"
-#include "runtime/gpu/cuda_rank_backend.h"
+#include "runtime/cli/rank_flags.h"
 
 namespace dsv41::cli {
 namespace {
@@ -33,14 +32,6 @@ struct GenerateFlags {
   bool time_exchanges = false;
 };
 
-// Another rank failed: this rank can do nothing useful, so it ends at once (from the control
-// connection's reader thread) with the documented code and the first failure's reason.
-void exit_for_peer_failure(int rank, const std::string& reason) {
-  std::fprintf(stderr, "dsv41-rt: rank %d: stopped: another rank failed: %s\n", rank, reason.c_str());
-  std::fflush(stderr);
-  std::_Exit(dist::kExitRankFailed);
-}
-
 Status write_logits(const std::string& path, const std::vector<std::vector<float>>& rows) {
   std::vector<float> all;
   for (const auto& row : rows) all.insert(all.end(), row.begin(), row.end());
@@ -51,32 +42,18 @@ Status run_generate(GenerateFlags f) {
   f.options.backend = backend_factory(f.backend, f.options.model_dir);
   f.options.stop_at_eos = !f.ignore_eos;
   const bool as_rank = !f.rank_process.master.empty();
-  if (as_rank && f.options.draft_tokens > 0)
-    return Status::errorf("--draft-tokens {} with --master: ranks as processes decode serially for now; run the "
-                          "world's ranks as threads of one process instead (drop --rank/--world/--master)",
-                          f.options.draft_tokens);
-  if (as_rank && !f.backend.devices.empty())
-    return Status::error("--devices with --master: a rank process runs on one GPU (--device, or `launch --gpus 0,1` "
-                         "for one process per GPU)");
   if (f.time_exchanges && !(as_rank && f.backend.backend == "cuda" && f.backend.eager))
     return Status::error("--time-exchanges: only for --backend cuda --eager ranks as processes (with --master)");
   GenerateResult result;
   if (as_rank) {
-    f.rank_process.generate = f.options;
     // Ranks as processes: the CPU backend exchanges over the control connection, CUDA over NCCL.
-    if (f.backend.backend == "cuda") {
-      gpu::CudaRankOptions cuda;
-      cuda.cuda = cuda_backend_options(f.backend, f.options.model_dir);
-      cuda.time_exchanges = f.time_exchanges;
-      auto opened = gpu::CudaRankBackend::open(cuda);
-      if (!opened.is_ok()) return opened.status().with_context(fmt::format("rank {}", f.rank_process.rank));
-      f.rank_process.backend = std::move(opened).value();
-    }
-    const int rank = f.rank_process.rank;
-    f.rank_process.on_peer_failure = [rank](const std::string& reason) { exit_for_peer_failure(rank, reason); };
+    f.rank_process.program = f.options.program_dir;
+    f.rank_process.purpose = "generate";
+    DSV41_TRY(prepare_rank_process(f.rank_process, f.backend, f.options.model_dir, f.time_exchanges));
     if (f.rank_process.step_pause_ms > 0)  // a test is watching for the decode to be under way
       f.rank_process.on_decode_step = [](int step) { std::fprintf(stderr, "dsv41-rt: rank 0: decode step %d\n", step); };
-    auto ran = dist::generate_as_rank(f.rank_process);
+    const int rank = f.rank_process.rank;
+    auto ran = dist::generate_as_rank(f.rank_process, f.options);
     if (!ran.is_ok()) return ran.status().with_context(fmt::format("rank {}", rank));
     result = std::move(ran).value();
     if (rank != 0) return Status::ok();  // rank 0 prints and writes the result
@@ -137,17 +114,8 @@ Runner add_generate_command(CLI::App& app) {
                   "write the logits as float32 little-endian rows of vocab_size values: the prompt's last row, then "
                   "one row per decode step (every prompt row first with --all-logits)");
   cmd->add_flag("--all-logits", f->options.all_logits, "keep the logits of every prompt row, not only the last");
-  // One rank per process (docs/distributed.md); `dsv41-rt launch` passes these three to each rank.
-  CLI::Option* master = cmd->add_option("--master", f->rank_process.master,
-                                        "HOST:PORT of rank 0's control connection: run only --rank of the world as "
-                                        "this process (rank 0 listens there; PROGRAM_DIR may be this rank's .fb)");
-  cmd->add_option("--rank", f->rank_process.rank, "this process's rank (with --master)")->needs(master)
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--world", f->rank_process.world, "the number of rank processes (with --master)")->needs(master)
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--connect-timeout-ms", f->rank_process.connect_timeout_ms,
-                  "how long ranks wait for each other to join (with --master)")
-      ->needs(master)->capture_default_str();
+  // One rank per process (docs/distributed.md); `dsv41-rt launch` passes --master, --rank and --world to each rank.
+  CLI::Option* master = add_rank_flags(cmd, f->rank_process);
   cmd->add_flag("--logits-digests", f->rank_process.logits_digests,
                 "every rank prints a digest of its logits after each phase on stderr (ranks hold the same bits; "
                 "with --master)")

@@ -1,4 +1,4 @@
-// runtime/cli/serve_command.cpp — `dsv41-rt serve RANK0.fb --model DIR [--port N] ...`: the OpenAI-compatible server.
+// runtime/cli/serve_command.cpp — `dsv41-rt serve RANK0.fb --model DIR [--port N] ...`: the OpenAI-compatible server (ranks as threads, or this process one rank with --master).
 #include "runtime/cli/serve_command.h"
 
 #include <atomic>
@@ -8,24 +8,20 @@
 #include <pthread.h>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "runtime/cli/backend_flags.h"
+#include "runtime/cli/rank_flags.h"
 #include "runtime/serve/serving_app.h"
 
 namespace dsv41::cli {
 namespace {
 
-Status run_serve(const serve::ServeConfig& config) {
-  // Signals go to one thread that waits for them: block them before any other thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a client that leaves mid-stream is a failed write, not a death
-
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<serve::ServingApp> app, serve::ServingApp::start(config));
-  std::fprintf(stderr, "dsv41-rt serve: model \"%s\" listening on http://%s:%d\n", app->model_name().c_str(),
-               config.http.host.c_str(), app->port());
+// Serves until a drain ends: SIGTERM or SIGINT (blocked in every thread by the caller) begins the
+// drain; a second cuts it short.
+void serve_until_drained(serve::ServingApp& app, const serve::ServeConfig& config, sigset_t& signals) {
+  std::fprintf(stderr, "dsv41-rt serve: model \"%s\" listening on http://%s:%d\n", app.model_name().c_str(),
+               config.http.host.c_str(), app.port());
   std::fflush(stderr);
   std::atomic<bool> done{false};
   std::thread watcher([&] {
@@ -36,15 +32,47 @@ Status run_serve(const serve::ServeConfig& config) {
       std::fprintf(stderr, "dsv41-rt serve: %s: %s\n", signal == SIGTERM ? "SIGTERM" : "SIGINT",
                    seen == 0 ? "draining (new requests get 503; a second signal cuts the drain short)"
                              : "cutting the drain short");
-      app->begin_drain();
+      app.begin_drain();
     }
   });
-  app->run();
+  app.run();
   std::fprintf(stderr, "dsv41-rt serve: stopped\n");
   done = true;
   pthread_kill(watcher.native_handle(), SIGTERM);  // wakes sigwait, which sees `done` and returns
   watcher.join();
-  app.reset();
+}
+
+// One rank of a world of processes. Rank 0 serves, its scheduler's rounds going to every follower;
+// after the drain it stops them. A follower ignores SIGTERM and SIGINT (launch forwards them to every
+// rank): it ends at rank 0's stop, once rank 0's drain is over, or with exit 3 if rank 0 vanishes.
+Status run_serve_as_rank(const serve::ServeConfig& config, dist::RankProcessOptions rank, const BackendFlags& backend,
+                         sigset_t& signals) {
+  rank.program = config.program;
+  rank.purpose = "serve";
+  DSV41_TRY(prepare_rank_process(rank, backend, config.model_dir, false));
+  if (rank.rank != 0) {
+    std::signal(SIGTERM, SIG_IGN);
+    std::signal(SIGINT, SIG_IGN);
+  }
+  const Status status = dist::run_as_rank(rank, [&](dist::LeaderRounds& rounds, const ProgramFile&) -> Status {
+    DSV41_ASSIGN_OR_RETURN(std::unique_ptr<serve::ServingApp> app, serve::ServingApp::start(config, &rounds));
+    serve_until_drained(*app, config, signals);
+    return Status::ok();  // the app (and its scheduler) is gone before the followers are stopped
+  });
+  return status.with_context(fmt::format("rank {}", rank.rank));
+}
+
+Status run_serve(const serve::ServeConfig& config, const dist::RankProcessOptions& rank, const BackendFlags& backend) {
+  // Signals go to one thread that waits for them: block them before any other thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that leaves mid-stream is a failed write, not a death
+  if (!rank.master.empty()) return run_serve_as_rank(config, rank, backend, signals);
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<serve::ServingApp> app, serve::ServingApp::start(config));
+  serve_until_drained(*app, config, signals);
   return Status::ok();
 }
 
@@ -53,11 +81,15 @@ Status run_serve(const serve::ServeConfig& config) {
 Runner add_serve_command(CLI::App& app) {
   auto c = std::make_shared<serve::ServeConfig>();
   auto backend = std::make_shared<BackendFlags>();
+  auto rank = std::make_shared<dist::RankProcessOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve",
       "The OpenAI-compatible HTTP server: /v1/models, /v1/completions, /v1/chat/completions, /health, /metrics.\n"
       "Rank 0's program runs the scheduler; its sibling rank{N}.fb files are the other ranks, each a thread of\n"
       "this process (CPU backend, or --backend cuda: every rank a thread on one GPU). SIGTERM drains: new requests get 503, running ones get --drain-s seconds.\n"
+      "With --rank/--world/--master (or `dsv41-rt launch --world 2 serve DIR ...`, `launch --gpus 0,1 serve DIR ... --backend\n"
+      "cuda`) every rank is its own process: rank 0 serves HTTP and sends each round's plan to the others; after its\n"
+      "drain it stops them (docs/distributed.md).\n"
       "docs/serving.md shows every endpoint.\n\n"
       "Example:\n"
       "  dsv41-rt serve work/tiny-w4/rank0.fb --model work/dsv41-tiny --tokenizer fixtures/dsv41-tiny/tokenizer.json");
@@ -97,9 +129,10 @@ Runner add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   add_backend_flags(cmd, *backend);
-  return [c, backend]() {
+  add_rank_flags(cmd, *rank);
+  return [c, backend, rank]() {
     c->backend = backend_factory(*backend, c->model_dir);
-    return run_serve(*c);
+    return run_serve(*c, *rank, *backend);
   };
 }
 

@@ -13,7 +13,7 @@ namespace dsv41::dist {
 // The bytes "D41C" on the wire: a peer that is not a dsv41 rank is refused at its first frame.
 constexpr uint32_t kFrameMagic = 0x43313444;
 // Bump on any change to the header or to a message's payload; ranks of different versions refuse each other.
-constexpr uint16_t kProtocolVersion = 2;
+constexpr uint16_t kProtocolVersion = 3;
 constexpr size_t kFrameHeaderBytes = 12;  // magic u32, version u16, type u16, payload length u32
 // Larger than any exchange of the planned phases needs on the CPU backend; a length above it is garbage.
 constexpr uint32_t kMaxFramePayload = 256u << 20;
@@ -21,9 +21,9 @@ constexpr uint32_t kMaxFramePayload = 256u << 20;
 enum class FrameType : uint16_t {
   Hello = 1,           // follower → rank 0: its RankFacts
   Agreement = 2,       // rank 0 → follower: accepted, or the one refusal message
-  RunPhase = 3,        // rank 0 → follower: run phase P over statics S (generate)
-  ResetSlot = 4,       // rank 0 → follower: zero a slot's state
-  RoundPlan = 5,       // rank 0 → follower: a serving round's plan, opaque bytes (runtime/serve/ encodes it)
+  RunPhase = 3,        // rank 0 → follower: run phase P over statics S (protocol 2's generate; no longer sent)
+  ResetSlot = 4,       // rank 0 → follower: zero a slot's state (protocol 2's generate; no longer sent)
+  RoundPlan = 5,       // rank 0 → follower: one round (generate, serve), the bytes of runtime/round_plan.h
   Stop = 6,            // rank 0 → follower: finish cleanly
   Heartbeat = 7,       // both ways, every heartbeat period: silence longer than the watchdog is a failure
   Failed = 8,          // both ways: the sender's rank failed; the payload is the reason

@@ -1,34 +1,54 @@
-// runtime/dist/rank_process.h — greedy generation with this process as one rank of a world of processes (CPU backend over the socket exchange, or CUDA over NCCL).
+// runtime/dist/rank_process.h — this process as one rank of a world of processes (CPU backend over the socket exchange, or CUDA over NCCL): join, boot, then lead rounds (rank 0) or follow them.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "runtime/dist/control.h"
+#include "runtime/dist/leader_rounds.h"
 #include "runtime/dist/rank_backend.h"
 #include "runtime/generate.h"
 
 namespace dsv41::dist {
 
 struct RankProcessOptions {
-  // program_dir: the folder of rank*.fb (this rank reads rank{rank}.fb) or this rank's program file.
-  GenerateOptions generate;
+  std::string program;    // the folder of rank*.fb (this rank reads rank{rank}.fb) or this rank's program file
+  std::string model_dir;  // the shards (the CPU backend reads them; CUDA takes its own options)
   int rank = 0, world = 1;
   std::string master;  // HOST:PORT: rank 0 listens there, the others connect
   int connect_timeout_ms = 60000;
   int watchdog_ms = 1500;
   std::shared_ptr<RankBackend> backend;  // null: the CPU backend (cpu_rank_backend)
+  // What the ranks were started to do ("generate", "serve", a bench's settings): compared at start-up
+  // with the program's settings, so ranks started for different work refuse each other.
+  std::string purpose;
   bool logits_digests = false;  // every rank prints its logits buffer's digest after each phase (stderr)
-  int step_pause_ms = 0;  // rank 0 pauses this long before each decode step (fail-fast tests)
-  std::function<void(int step)> on_decode_step;  // rank 0, before each decode step (progress for tests)
+  int step_pause_ms = 0;  // rank 0 pauses this long before each decode round (fail-fast tests)
+  std::function<void(int step)> on_decode_step;  // rank 0, before each decode round (progress for tests)
   // Called once when another rank failed, with the reason (see ControlOptions::on_peer_failure).
   std::function<void(const std::string& reason)> on_peer_failure;
 };
 
-// Rank 0 validates the request, drives every step (each follower runs the phases rank 0 names, in
-// the same order, with the same statics) and returns the tokens and logits like generate(); a
-// follower returns an empty result after rank 0's stop. This rank's own failure is reported to
-// every other rank before it is returned.
-Result<GenerateResult> generate_as_rank(const RankProcessOptions& options);
+// This rank's program: rank{rank}.fb of the folder, or the file, checked to be this rank of this world.
+Result<ProgramFile> load_rank_program(const RankProcessOptions& options);
+
+// Joins the world as options.rank with the agreement's facts of `program` on `backend` (whose abort
+// hears of a peer's failure before options.on_peer_failure does).
+Result<std::unique_ptr<Control>> join_world(const RankProcessOptions& options, const ProgramFile& program,
+                                            const std::shared_ptr<RankBackend>& backend);
+
+// What rank 0 runs once every rank has its session: rounds on `rounds` (each sent to every follower
+// first), returning when the work is done.
+using Lead = std::function<Status(LeaderRounds& rounds, const ProgramFile& program)>;
+
+// Joins the world, boots this rank's session, then rank 0 calls `lead` and stops the followers after
+// it; a follower runs rank 0's rounds until the stop. This rank's own failure is reported to every
+// other rank before it is returned.
+Status run_as_rank(const RankProcessOptions& options, const Lead& lead);
+
+// generate() with this process as one rank: rank 0 validates the request and drives the rounds
+// exactly as generate() does; it returns the tokens and logits, a follower an empty result.
+Result<GenerateResult> generate_as_rank(const RankProcessOptions& options, const GenerateOptions& generate);
 
 }  // namespace dsv41::dist

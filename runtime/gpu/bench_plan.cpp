@@ -28,15 +28,23 @@ Status check_bench_options(const BenchOptions& o) {
   return Status::ok();
 }
 
-Status check_bench_world(const std::string& program, int world, int rank, bool alone) {
-  if (world > 1 && !alone)
+Status check_bench_world(const std::string& program, int world, int rank, bool alone, bool with_peers) {
+  if (with_peers && alone)
+    return Status::errorf("{}: --alone with --master: a rank runs alone or with its peers, not both", program);
+  if (world > 1 && !alone && !with_peers)
     return Status::errorf("{}: rank {} of world {}: bench runs one rank in this process; pass --alone to measure this "
                           "rank by itself (the per-rank case: its own compute, exchanges without peers, logits "
-                          "meaningless), or plan the model at --world 1",
+                          "meaningless), run every rank as a process (`dsv41-rt launch --gpus 0,1 bench DIR ...`), or "
+                          "plan the model at --world 1",
                           program, rank, world);
   if (world == 1 && alone)
     return Status::errorf("{}: --alone is for one rank of a bigger world, but this program is world 1", program);
   return Status::ok();
+}
+
+std::string bench_agreement(const BenchOptions& o) {
+  return fmt::format("bench rows [{}], prefill [{}], fill {}, replays {}, warmup {}, per-op {}", fmt::join(o.rows, ", "),
+                     fmt::join(o.prefill, ", "), o.fill, o.replays, o.warmup, o.per_op ? "on" : "off");
 }
 
 Result<std::vector<const Phase*>> pick_bench_phases(const std::vector<Phase>& phases, const BenchOptions& o) {

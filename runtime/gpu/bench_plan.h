@@ -13,6 +13,9 @@
 
 namespace dsv41::gpu {
 
+class DeviceExchange;
+class NcclExchange;
+
 struct BenchOptions {
   std::string program;                     // one rank's .fb
   std::string model_dir;                   // the shards (not read with synthetic_seed)
@@ -29,6 +32,12 @@ struct BenchOptions {
   bool alone = false;                      // a rank of a bigger world run by itself (no peers)
   int64_t roofline_mib = 4096;             // the streaming-read buffer
   std::FILE* progress = stderr;            // boot and per-phase progress; nullptr: quiet
+  // One rank of a world of rank processes (bench --master; runtime/gpu/bench_rank.h): the session
+  // exchanges through `exchange` with peers running the same bench, every rank replays each phase
+  // exactly `replays` times (sizing by time could differ between ranks and unpair the collectives),
+  // and with `nccl` every exchange of the eager pass is timed (synchronised before and after).
+  DeviceExchange* exchange = nullptr;
+  NcclExchange* nccl = nullptr;
 };
 
 // Refuses options that cannot measure anything, naming the flag, its value and the rule: a backend
@@ -37,8 +46,13 @@ struct BenchOptions {
 Status check_bench_options(const BenchOptions& options);
 
 // A program of world 1 runs as it is; a rank of a bigger world only with --alone (its exchanges have
-// no peer, so its logits mean nothing), and --alone only for such a rank.
-Status check_bench_world(const std::string& program, int world, int rank, bool alone);
+// no peer, so its logits mean nothing) or `with_peers` (its rank processes all run the bench), and
+// --alone only for such a rank and never with peers.
+Status check_bench_world(const std::string& program, int world, int rank, bool alone, bool with_peers = false);
+
+// What every rank of a bench world must run alike (phases, fill, replays, warm-up, per-op): compared
+// at start-up, so ranks started with different flags refuse each other instead of unpairing collectives.
+std::string bench_agreement(const BenchOptions& options);
 
 // decode.r{R} for each --rows value and prefill.n{N} for each --prefill value, in that order; a size
 // the program did not plan is refused, naming the planned ones.

@@ -11,8 +11,9 @@ nlohmann::json stats_json(const TimeStats& s) {
 }
 
 std::string logits_note(const BenchReport& r) {
-  return r.alone ? "not meaningful: the rank ran alone (its exchanges had no peers), so no logits or tokens are claimed"
-                 : "computed as in serving (world 1)";
+  if (r.alone) return "not meaningful: the rank ran alone (its exchanges had no peers), so no logits or tokens are claimed";
+  return r.with_peers ? fmt::format("computed as in serving (world {}: every rank a process, NCCL inside the graphs)", r.world)
+                      : "computed as in serving (world 1)";
 }
 
 }  // namespace
@@ -42,6 +43,11 @@ std::string bench_text(const BenchReport& r) {
       out += fmt::format("{:<16} {:>5} {:>10.3f} {:>10.3f} {:>10.3f} {:>7} {:>11.1f} {:>12.1f} {:>8} {:>8.0f} {:>8.1f}%\n",
                        m.phase, m.rows, m.ms.median, m.ms.p10, m.ms.p90, m.ms.count, m.tokens_per_s,
                        m.bytes.total() / 1e6, m.bytes.experts_read, m.gb_per_s, 100 * m.roofline_share);
+  for (const PhaseMeasure& m : r.phases)
+    if (m.exchanges > 0)
+      out += fmt::format("{:<16} {:>5} exchanges: {} a step, {:.3f} ms in all ({:.1f} us each; eager pass, each NCCL "
+                         "exchange synchronised before and after and host-timed, waiting for the peer included)\n",
+                         m.phase, m.rows, m.exchanges, m.exchange_ms, 1e3 * m.exchange_ms / m.exchanges);
   out += "\nweights MB: the dense weights, the embedding rows of the step's tokens and the distinct routed experts its\n"
          "rows selected (experts: summed over the MoE layers; the router's ids read back in an eager pass).\n";
   for (const PhaseMeasure& m : r.phases) {
@@ -80,6 +86,9 @@ nlohmann::json bench_json(const BenchReport& r) {
       phase["per_op"] = ops;
       phase["eager_ms"] = m.eager_ms;
     }
+    if (m.exchanges > 0)
+      phase["exchanges"] = {{"count", m.exchanges}, {"ms", m.exchange_ms},
+                            {"source", "eager pass: each NCCL exchange synchronised before and after, host-timed"}};
     phases.push_back(phase);
   }
   return {{"device", r.device},
@@ -87,6 +96,7 @@ nlohmann::json bench_json(const BenchReport& r) {
           {"world", r.world},
           {"rank", r.rank},
           {"alone", r.alone},
+          {"with_peers", r.with_peers},
           {"logits_valid", !r.alone},
           {"weights", r.weights},
           {"stored_weight_bytes", stored},

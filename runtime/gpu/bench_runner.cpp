@@ -15,6 +15,7 @@
 #include "runtime/gpu/bench_events.h"
 #include "runtime/gpu/device_exchange.h"
 #include "runtime/gpu/gpu_session.h"
+#include "runtime/gpu/nccl_exchange.h"
 
 namespace dsv41::gpu {
 namespace {
@@ -85,7 +86,8 @@ Result<PhaseMeasure> measure_phase(GpuSession& session, const fb::Program& progr
   DSV41_TRY(session.finish(phase));
   const double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / sizing;
   const int fit = per > 0 ? static_cast<int>(std::floor(o.phase_seconds / per)) : o.replays;
-  const int replays = std::min(o.replays, std::max(fit, std::min(o.replays, 3)));
+  // With peers every rank must replay (and so exchange) as often as the others: no sizing by time.
+  const int replays = o.exchange ? o.replays : std::min(o.replays, std::max(fit, std::min(o.replays, 3)));
   say(o, "{}: warm-up {} replay{} ({:.3f} ms each, host-timed); timing {} replay{}", phase.name, sizing,
       sizing == 1 ? "" : "s", per * 1e3, replays, replays == 1 ? "" : "s");
 
@@ -101,7 +103,12 @@ Result<PhaseMeasure> measure_phase(GpuSession& session, const fb::Program& progr
   m.tokens_per_s = static_cast<double>(phase.rows) / (m.ms.median * 1e-3);
 
   DSV41_ASSIGN_OR_RETURN(const PhaseWeightBytes weights, phase_weight_bytes(program, phase, session.layout()));
+  const NcclExchange::Timing before = o.nccl ? o.nccl->timing() : NcclExchange::Timing{};
   DSV41_ASSIGN_OR_RETURN(const EagerPass pass, eager_pass(session, phase, weights, o.per_op));
+  if (o.nccl) {
+    m.exchanges = o.nccl->timing().exchanges - before.exchanges;
+    m.exchange_ms = (o.nccl->timing().seconds - before.seconds) * 1e3;
+  }
   std::set<int32_t> tokens;
   for (int64_t r = 0; r < phase.rows; ++r) tokens.insert(statics[static_cast<size_t>(r * kStaticsFields + kStaticToken)]);
   DSV41_ASSIGN_OR_RETURN(m.bytes, step_bytes(weights, static_cast<int64_t>(tokens.size()), pass.ids));
@@ -116,6 +123,9 @@ Result<PhaseMeasure> measure_phase(GpuSession& session, const fb::Program& progr
   say(o, "{}: median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), {:.1f} tokens/s, {:.1f} MB of weights, {:.0f} GB/s ({:.1f}% of "
       "the roofline)", phase.name, m.ms.median, m.ms.p10, m.ms.p90, m.tokens_per_s, m.bytes.total() / 1e6, m.gb_per_s,
       100 * m.roofline_share);
+  if (m.exchanges > 0)
+    say(o, "{}: {} NCCL exchanges a step took {:.3f} ms (eager pass, each synchronised and host-timed)", phase.name,
+        m.exchanges, m.exchange_ms);
   return m;
 }
 
@@ -146,7 +156,7 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   DSV41_TRY(check_bench_options(o));
   DSV41_ASSIGN_OR_RETURN(const ProgramFile file, ProgramFile::load(o.program));
   const fb::Program& p = file.program();
-  DSV41_TRY(check_bench_world(o.program, p.world(), p.rank(), o.alone));
+  DSV41_TRY(check_bench_world(o.program, p.world(), p.rank(), o.alone, o.exchange != nullptr));
   DSV41_ASSIGN_OR_RETURN(const CallLists calls, read_call_lists(p));
   DSV41_TRY(pick_bench_phases(calls.phases, o).status());  // a missing phase fails before the boot
   DSV41_ASSIGN_OR_RETURN(const ModelConfig config, parse_model_config(p.config_json()->str(), o.program + ": config"));
@@ -163,6 +173,7 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   report.world = p.world();
   report.rank = p.rank();
   report.alone = o.alone;
+  report.with_peers = o.exchange != nullptr && p.world() > 1;
   report.fill = o.fill;
   report.weights = o.synthetic_seed ? fmt::format("synthetic, seed {}", *o.synthetic_seed) : "read from " + o.model_dir;
   // Before the boot, so the buffer and the model never compete for memory.
@@ -172,7 +183,8 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   say(o, "roofline: {:.0f} GB/s (median of {}; best {:.0f} GB/s)", report.roofline.gb_per_s, report.roofline.ms.count,
       report.roofline.best_gb_per_s);
 
-  HostStagedExchange exchange(*driver, 1);  // world 1 never calls it; --alone binds no host exchange
+  HostStagedExchange own_exchange(*driver, 1);  // world 1 never calls it; --alone binds no host exchange
+  DeviceExchange& exchange = o.exchange ? *o.exchange : own_exchange;
   GpuSessionOptions session_options;
   session_options.model_dir = o.model_dir;
   session_options.synthetic_seed = o.synthetic_seed;
@@ -181,6 +193,8 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   say(o, "booting rank {} of world {}{} ({})", p.rank(), p.world(), o.alone ? ", alone" : "", report.weights);
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session, GpuSession::create(file, session_options, *driver, exchange));
   if (o.progress) std::fprintf(o.progress, "%s\n", session->boot_report().c_str());
+  // After the boot: the graphs are captured, so only the eager passes call the exchange (and are timed).
+  if (o.nccl) o.nccl->time_exchanges(*driver);
 
   std::map<std::string, uint64_t> stored;
   const DeviceLayout& layout = session->layout();
@@ -199,6 +213,8 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
       report.phases.push_back(std::move(measured).value());
       continue;
     }
+    // With peers a phase this rank gave up on would leave theirs waiting in a collective: fail the world.
+    if (o.exchange) return measured.status().with_context(phase->name);
     PhaseMeasure failed;
     failed.phase = phase->name;
     failed.kind = phase->kind;

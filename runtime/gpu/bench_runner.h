@@ -35,6 +35,10 @@ struct PhaseMeasure {
   double gb_per_s = 0;      // bytes.total() / median step
   double roofline_share = 0;
   double eager_ms = 0;      // Σ of the per-call times (--per-op; 0 without)
+  // Ranks as processes over NCCL: the exchanges of one step (the eager pass), each synchronised
+  // before and after and host-timed, so waiting for the peer counts; 0 exchanges: not measured.
+  int64_t exchanges = 0;
+  double exchange_ms = 0;
   std::vector<OpTime> ops;  // --per-op: slowest first
   std::string error;        // the phase failed (the others are still measured); empty: measured
 };
@@ -43,6 +47,7 @@ struct BenchReport {
   std::string device, program, weights;  // weights: "synthetic, seed N" or "read from DIR"
   int world = 1, rank = 0;
   bool alone = false;
+  bool with_peers = false;  // every rank of the world ran the bench as its own process (NCCL)
   int64_t fill = 0;
   std::vector<std::pair<std::string, uint64_t>> stored;  // bytes on the device per weight format
   ReadBandwidth roofline;

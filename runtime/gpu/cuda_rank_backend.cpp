@@ -7,6 +7,44 @@
 #include <thread>
 
 namespace dsv41::gpu {
+namespace {
+
+// A rank process's session may be driven from another thread than the one that booted it (serve:
+// the scheduler's thread), and a CUDA context is current per thread: make the device current on a
+// thread the first time it calls. Rounds come one at a time, so no lock.
+class ThreadBindingSession final : public RankSession {
+ public:
+  ThreadBindingSession(std::unique_ptr<GpuSession> session, CudaDriver& driver, int device)
+      : session_(std::move(session)), driver_(driver), device_(device), bound_(std::this_thread::get_id()) {}
+  int rank() const override { return session_->rank(); }
+  const std::vector<Phase>& phases() const override { return session_->phases(); }
+  const Phase* find_phase(const std::string& name) const override { return session_->find_phase(name); }
+  Status run(const Phase& phase, const std::vector<int32_t>& statics) override {
+    DSV41_TRY(bind());
+    return session_->run(phase, statics);
+  }
+  Status read_logits(const Phase& phase, int64_t first_row, int64_t rows, float* out) override {
+    DSV41_TRY(bind());
+    return session_->read_logits(phase, first_row, rows, out);
+  }
+  void reset_slot(int slot) override {
+    if (bind().is_ok()) session_->reset_slot(slot);  // a failed bind fails the round's next run, naming it
+  }
+
+ private:
+  Status bind() {
+    if (std::this_thread::get_id() == bound_) return Status::ok();
+    DSV41_TRY(driver_.use_device(device_).with_context("making the rank's device current on a new thread"));
+    bound_ = std::this_thread::get_id();
+    return Status::ok();
+  }
+  std::unique_ptr<GpuSession> session_;
+  CudaDriver& driver_;
+  const int device_;
+  std::thread::id bound_;
+};
+
+}  // namespace
 
 Result<std::unique_ptr<CudaRankBackend>> CudaRankBackend::open(const CudaRankOptions& options) {
   DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
@@ -60,7 +98,7 @@ Status CudaRankBackend::join_communicator(int rank, int world, dist::Control& co
   return Status::ok();
 }
 
-Result<std::unique_ptr<RankSession>> CudaRankBackend::create(const ProgramFile& program, dist::Control& control) {
+Result<DeviceExchange*> CudaRankBackend::join(const ProgramFile& program, dist::Control& control) {
   const int world = program.program().world();
   rank_ = program.program().rank();
   if (options_.time_exchanges && !options_.cuda.eager)
@@ -70,18 +108,23 @@ Result<std::unique_ptr<RankSession>> CudaRankBackend::create(const ProgramFile& 
   } else {
     exchange_ = std::make_unique<HostStagedExchange>(driver_, 1);  // world 1 makes no exchange
   }
+  return exchange_.get();
+}
+
+Result<std::unique_ptr<RankSession>> CudaRankBackend::create(const ProgramFile& program, dist::Control& control) {
+  DSV41_ASSIGN_OR_RETURN(DeviceExchange * exchange, join(program, control));
   GpuSessionOptions session_options;
   session_options.model_dir = options_.cuda.model_dir;
   session_options.eager = options_.cuda.eager;
   session_options.synthetic_seed = options_.cuda.synthetic_seed;
   session_options.load.progress = options_.cuda.log;
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
-                         GpuSession::create(program, session_options, driver_, *exchange_));
+                         GpuSession::create(program, session_options, driver_, *exchange));
   if (options_.cuda.log) {
     std::fprintf(options_.cuda.log, "%s\n", session->boot_report().c_str());
     std::fflush(options_.cuda.log);
   }
-  return std::unique_ptr<RankSession>(std::move(session));
+  return std::unique_ptr<RankSession>(new ThreadBindingSession(std::move(session), driver_, options_.cuda.device));
 }
 
 void CudaRankBackend::abort(const std::string&) {

@@ -34,6 +34,11 @@ class CudaRankBackend final : public dist::RankBackend {
   // every rank joins the communicator (ncclCommInitRank) and watches it for asynchronous errors, then
   // boots its GpuSession with the NCCL exchange (one graph per phase, exchanges inside).
   Result<std::unique_ptr<RankSession>> create(const ProgramFile& program, dist::Control& control) override;
+  // What create() does before the boot: the communicator and the exchange a session of `program` uses
+  // (`dsv41-rt bench` as a rank boots its own GpuSession with it). Owned by this backend.
+  Result<DeviceExchange*> join(const ProgramFile& program, dist::Control& control);
+  // The NCCL exchange after join() at world > 1 (its timing), or null.
+  NcclExchange* nccl_exchange() const { return nccl_exchange_; }
   // Another rank failed: ncclCommAbort, so nothing of this rank waits on the dead peer.
   void abort(const std::string& reason) override;
   // Reports the exchange timing (--time-exchanges), then ends the watch and aborts the communicator.

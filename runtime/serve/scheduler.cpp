@@ -7,7 +7,7 @@
 
 namespace dsv41::serve {
 
-Scheduler::Scheduler(World& world, Metrics& metrics, SchedulerOptions options)
+Scheduler::Scheduler(RoundRunner& world, Metrics& metrics, SchedulerOptions options)
     : world_(world), metrics_(metrics), options_(options) {
   const WorldFacts& f = world_.facts();
   shape_.decode_rows = f.decode_rows;

@@ -1,4 +1,4 @@
-// runtime/serve/scheduler.h — the scheduler thread: admission, slots, rounds on the World, sampling, finishing, drain.
+// runtime/serve/scheduler.h — the scheduler thread: admission, slots, rounds on a RoundRunner (the World, or rank 0 of rank processes), sampling, finishing, drain.
 #pragma once
 
 #include <chrono>
@@ -19,7 +19,7 @@
 #include "runtime/serve/request_stream.h"
 #include "runtime/serve/round_planner.h"
 #include "runtime/serve/sampler.h"
-#include "runtime/world.h"
+#include "runtime/round_runner.h"
 
 namespace dsv41::serve {
 
@@ -42,7 +42,7 @@ struct GenerationRequest {
 class Scheduler {
  public:
   using Clock = std::chrono::steady_clock;
-  Scheduler(World& world, Metrics& metrics, SchedulerOptions options);
+  Scheduler(RoundRunner& world, Metrics& metrics, SchedulerOptions options);
   ~Scheduler();  // stops the thread; requests still running end with an error
 
   // 400 when the prompt plus max_tokens exceed the planned context; 503 when the queue is full,
@@ -80,7 +80,7 @@ class Scheduler {
   // The rows of one drafted sequence: accept_drafts with the keyed sampler, then each kept token.
   void take_verified(Sequence& sequence, const std::vector<std::vector<float>>& rows, Clock::time_point now);
 
-  World& world_;
+  RoundRunner& world_;
   Metrics& metrics_;
   const SchedulerOptions options_;
   PlannerShape shape_;

@@ -1,4 +1,4 @@
-// runtime/serve/serving_app.cpp — wires programs, the World (CPU or a given backend), the text codec, the scheduler and the HTTP server together.
+// runtime/serve/serving_app.cpp — wires programs, the World (CPU or a given backend) or given rounds, the text codec, the scheduler and the HTTP server together.
 #include "runtime/serve/serving_app.h"
 
 #include <filesystem>
@@ -10,7 +10,10 @@ namespace dsv41::serve {
 
 namespace fs = std::filesystem;
 
-Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config) {
+namespace {
+
+// The World of rank threads that the programs of config.program make.
+Result<std::unique_ptr<World>> start_world(const ServeConfig& config) {
   std::error_code ec;
   const std::string dir = fs::is_directory(config.program, ec) ? config.program : fs::path(config.program).parent_path().string();
   if (!fs::is_directory(config.program, ec) && !fs::is_regular_file(config.program, ec))
@@ -19,13 +22,24 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config)
     return Status::errorf("{}: serve starts from rank0.fb (rank 0 runs the scheduler; its sibling rank files are the "
                           "other ranks)", config.program);
   DSV41_ASSIGN_OR_RETURN(std::vector<ProgramFile> programs, load_world_programs(dir.empty() ? "." : dir));
+  const int world = static_cast<int>(programs.size());
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, cpu::make_backend(config.backend, config.model_dir, world));
+  return World::start(std::move(programs), std::move(backend));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config, RoundRunner* rounds) {
+  std::error_code ec;
   std::unique_ptr<ServingApp> app(new ServingApp());
   app->model_name_ = config.model_name.empty() ? fs::path(config.model_dir).lexically_normal().filename().string()
                                                : config.model_name;
   if (app->model_name_.empty()) app->model_name_ = "dsv41";
-  const int world = static_cast<int>(programs.size());
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, cpu::make_backend(config.backend, config.model_dir, world));
-  DSV41_ASSIGN_OR_RETURN(app->world_, World::start(std::move(programs), std::move(backend)));
+  if (!rounds) {
+    DSV41_ASSIGN_OR_RETURN(app->world_, start_world(config));
+    rounds = app->world_.get();
+  }
+  app->rounds_ = rounds;
   std::string tokenizer = config.tokenizer;
   if (tokenizer.empty() && fs::is_regular_file(fs::path(config.model_dir) / "tokenizer.json", ec))
     tokenizer = (fs::path(config.model_dir) / "tokenizer.json").string();
@@ -36,11 +50,11 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config)
     if (!codec.is_ok()) return codec.status().with_context("--tokenizer");
     app->codec_ = std::move(codec).value();
   }
-  const WorldFacts& f = app->world_->facts();
+  const WorldFacts& f = app->rounds_->facts();
   if (config.scheduler.draft_tokens < 0 || config.scheduler.draft_tokens > f.draft_tokens)
     return Status::errorf("--draft-tokens {}: must be between 0 and the {} the programs were planned for (dsv41c plan "
                           "--draft-tokens)", config.scheduler.draft_tokens, f.draft_tokens);
-  app->scheduler_ = std::make_unique<Scheduler>(*app->world_, app->metrics_, config.scheduler);
+  app->scheduler_ = std::make_unique<Scheduler>(*app->rounds_, app->metrics_, config.scheduler);
   RequestLimits limits{app->model_name_, f.context, f.vocab, config.default_max_tokens};
   app->http_ = std::make_unique<HttpServer>(*app->scheduler_, app->metrics_, *app->codec_, config.http, limits);
   DSV41_ASSIGN_OR_RETURN(app->port_, app->http_->bind());

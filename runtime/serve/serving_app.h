@@ -1,4 +1,4 @@
-// runtime/serve/serving_app.h — the whole server of one world: programs, World (CPU backend unless a factory is given), scheduler, text, HTTP; used by the CLI and tests.
+// runtime/serve/serving_app.h — the whole server of one world: programs, World (CPU backend unless a factory is given) or given rounds, scheduler, text, HTTP; used by the CLI and tests.
 #pragma once
 
 #include <memory>
@@ -27,7 +27,9 @@ struct ServeConfig {
 class ServingApp {
  public:
   // Loads every rank, starts the world and the scheduler, and binds the port (not yet serving).
-  static Result<std::unique_ptr<ServingApp>> start(const ServeConfig& config);
+  // With `rounds` (rank 0 of a world of rank processes, which outlives the app) the scheduler runs
+  // its rounds there instead, and config.program is not read.
+  static Result<std::unique_ptr<ServingApp>> start(const ServeConfig& config, RoundRunner* rounds = nullptr);
   ~ServingApp();
   int port() const { return port_; }
   const std::string& model_name() const { return model_name_; }
@@ -42,7 +44,8 @@ class ServingApp {
   int port_ = 0;
   Metrics metrics_;
   std::unique_ptr<TextCodec> codec_;
-  std::unique_ptr<World> world_;
+  std::unique_ptr<World> world_;  // ranks as threads; empty when the rounds were given
+  RoundRunner* rounds_ = nullptr;  // world_, or the given rounds
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<HttpServer> http_;
 };

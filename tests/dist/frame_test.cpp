@@ -33,7 +33,7 @@ TEST(Frame, HeaderRefusesGarbageNamingThePeerAndValue) {
 
   auto old_version = encode_header(FrameType::Stop, 0);
   old_version[4] = 7;
-  EXPECT_EQ(refusal(old_version), "rank 2 (127.0.0.1:5): control protocol version 7, this rank speaks 2 (ranks of "
+  EXPECT_EQ(refusal(old_version), "rank 2 (127.0.0.1:5): control protocol version 7, this rank speaks 3 (ranks of "
                                   "different builds?)");
 
   for (uint16_t bad : {uint16_t{0}, uint16_t{kLastFrameType + 1}, uint16_t{0xffff}}) {

@@ -53,6 +53,35 @@ TEST(RankProcesses, WorldTwoGivesTheInProcessTokens) { expect_in_process_tokens(
 // Token by token through decode.r1, and an uneven split (world 3 of the tiny model).
 TEST(RankProcesses, WorldThreeGivesTheInProcessTokens) { expect_in_process_tokens(3, 1); }
 
+// Drafted rounds travel as rounds like any other: two rank processes verifying 3 drafts a round give
+// the in-process drafted tokens (which tests/draft shows equal serial decoding's).
+TEST(RankProcesses, DraftedGenerationGivesTheInProcessTokens) {
+  test::TempDir dir("drafted");
+  auto settings = test::small_settings();
+  settings.decode_rows = {1, 2, 4};
+  settings.draft_tokens = 3;
+  const test::fs::path& pack = test::fixture_pack("dsv41-tiny-draft", "release");
+  test::write_programs(dir / "w2", pack, 2, settings);
+  GenerateOptions o;
+  o.program_dir = (dir / "w2").string();
+  o.model_dir = pack.string();
+  o.max_tokens = 16;
+  o.stop_at_eos = false;
+  o.draft_tokens = 3;
+  // Prompt lookup drafts only when a generated token occurred before: with this prompt the random
+  // model repeats itself, so rounds draft (4 tokens here, 2 of them kept: rounds keep some and not all).
+  for (int32_t i = 0; i < 12; ++i) o.prompt.push_back(29 + i % 5);
+  auto want = generate(o);
+  ASSERT_TRUE(want.is_ok()) << want.status().message();
+  ASSERT_GT(want->drafting.drafted, want->drafting.accepted);
+  ASSERT_GT(want->drafting.accepted, 0);
+  const test::CommandResult run = test::run_dsv41rt(
+      {"launch", "--world", "2", "generate", o.program_dir, "--model", o.model_dir, "--prompt-ids",
+       fmt::format("{}", fmt::join(o.prompt, ",")), "--max-tokens", "16", "--ignore-eos", "--draft-tokens", "3"});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, fmt::format("{}\n", fmt::join(want->tokens, " ")));
+}
+
 // Kills `victim` of a world of 3 mid-decode (rank 0 pauses 100 ms per step and announces it, so the
 // kill lands between steps 3 and 40); every other rank must exit within 2 s with the documented
 // code, naming the victim.

@@ -4,6 +4,7 @@
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/generate.h"
 #include "runtime/serve/scheduler.h"
+#include "runtime/world.h"
 #include "tests/draft/oracle_drafter.h"
 #include "tests/runtime/runtime_fixtures.h"
 

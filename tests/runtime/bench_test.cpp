@@ -84,6 +84,22 @@ TEST(BenchPlan, ABiggerWorldRunsOnlyAlone) {
   EXPECT_NE(alone.message().find("--alone is for one rank of a bigger world"), std::string::npos) << alone.message();
 }
 
+// Ranks as processes measure a bigger world with their peers; --alone and peers exclude each other;
+// the bench flags every rank must share are part of the agreement.
+TEST(BenchPlan, RankProcessesRunABiggerWorldWithTheirPeers) {
+  EXPECT_TRUE(check_bench_world("p.fb", 2, 1, false, true).is_ok());
+  const Status both = check_bench_world("p.fb", 2, 1, true, true);
+  EXPECT_NE(both.message().find("--alone with --master"), std::string::npos) << both.message();
+  EXPECT_NE(check_bench_world("p.fb", 2, 0, false).message().find("launch --gpus"), std::string::npos);
+  BenchOptions a, b;
+  a.rows = {1, 8};
+  b.rows = {1, 8};
+  EXPECT_EQ(bench_agreement(a), bench_agreement(b));
+  EXPECT_EQ(bench_agreement(a), "bench rows [1, 8], prefill [2048], fill 4096, replays 20, warmup 2, per-op off");
+  b.replays = 19;
+  EXPECT_NE(bench_agreement(a), bench_agreement(b));
+}
+
 // The tiny model planned at world 1 from a headers-only release-format pack (planning reads headers
 // only, and writing no data keeps each test process well under a second).
 class BenchTiny : public ::testing::Test {
