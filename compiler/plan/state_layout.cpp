@@ -26,7 +26,8 @@ int64_t tail_rows(int64_t ratio, int64_t draft_tokens) {
   return draft_tokens == 0 ? ratio : std::max(ratio, draft_tokens + std::max<int64_t>(2, ratio - 1));
 }
 
-StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations, int64_t draft_tokens) {
+StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations, int64_t draft_tokens,
+                              bool draft_rings) {
   StateLayout layout;
   uint64_t used = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -43,6 +44,12 @@ StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activ
   // hash of a step's first rows can read the max_n − 1 tokens before it and a sequence rewound by its
   // length reads back exactly what the window rings do.
   if (c.has_engram()) used = append_buffer(layout.buffers, used, "engram.lookback", DType::I32, {c.sliding_window});
+  // DSpark: the context rows (from the target's taps) of each draft block, position-addressed like
+  // the target's rings, so a rewind keeps them.
+  if (draft_rings)
+    for (int64_t i = 0; i < c.num_nextn_predict_layers; ++i)
+      used = append_buffer(layout.buffers, used, "D" + std::to_string(i) + ".ring", activations,
+                           {ring_rows(c.sliding_window, draft_tokens), c.head_dim});
   layout.bytes_per_slot = (used + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   return layout;
 }

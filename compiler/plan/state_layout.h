@@ -19,8 +19,9 @@ struct StateLayout {
 // "engram.lookback" (I32 [sliding_window] token ids) when the config has Engram layers.
 // `activations` replaces BF16 for cache rows (F32 in check mode). With `draft_tokens` > 0 the rings
 // and tails are longer (ring_rows, tail_rows), so rewinding rejected draft rows loses nothing.
+// With `draft_rings`, each DSpark draft block i gets "D{i}.ring", a window ring of its context rows.
 StateLayout plan_state_layout(const ModelConfig& config, int64_t context, DType activations = DType::BF16,
-                              int64_t draft_tokens = 0);
+                              int64_t draft_tokens = 0, bool draft_rings = false);
 
 // Rows of a window ring: the window, plus the rows a rejected verification may write past it. A row
 // at position q lands in slot q mod rows; after a rewind to L the window of L (L - window .. L - 1)
