@@ -10,6 +10,7 @@
 #include "common/model_config.h"
 #include "common/program_calls.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/dspark_drafter.h"
 #include "runtime/world.h"
 
 namespace dsv41 {
@@ -22,6 +23,7 @@ namespace fs = std::filesystem;
 struct Steps {
   const GenerateOptions& options;
   GeneratePlan plan;
+  DsparkPlan dspark;  // its Draft phases, when the programs have them
 };
 
 // The rank number in a "rank{N}.fb" file name, or -1.
@@ -77,8 +79,9 @@ int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t rows) {
   return buckets.back();
 }
 
-// Decodes with drafting: each round feeds the pending token and its lookup drafts through one decode
-// window and keeps what accept_drafts keeps; rejected rows need no undo (positions are rewritten).
+// Decodes with drafting: each round feeds the pending token and its drafts (the Draft phase's, or prompt
+// lookup's when the programs have none) through one decode window and keeps what accept_drafts keeps;
+// rejected rows need no undo (positions are rewritten).
 Status drive_drafted(World& world, const Steps& steps, uint64_t round, int32_t pending, GenerateResult& out) {
   const GenerateOptions& o = steps.options;
   std::vector<int32_t> sequence = o.prompt;
@@ -92,7 +95,16 @@ Status drive_drafted(World& world, const Steps& steps, uint64_t round, int32_t p
     if (pending == steps.plan.eos || emitted >= o.max_tokens) break;
     // Never draft past max_tokens: positions beyond it may lie outside the planned context.
     const int64_t k = std::min(o.draft_tokens, o.max_tokens - emitted - 1);
-    std::vector<int32_t> drafts = o.drafter ? o.drafter(sequence, k) : lookup_drafts(sequence, k);
+    std::vector<int32_t> drafts;
+    if (o.drafter) {
+      drafts = o.drafter(sequence, k);
+    } else if (steps.dspark.enabled() && k > 0) {  // the model's draft blocks, from the pending token
+      const std::vector<DraftSeat> seats{{0, position, pending}};
+      DSV41_ASSIGN_OR_RETURN(auto proposed, dspark_drafts(world, steps.dspark, round++, seats, k));
+      drafts = std::move(proposed[0]);
+    } else {
+      drafts = lookup_drafts(sequence, k);
+    }
     if (static_cast<int64_t>(drafts.size()) > k) drafts.resize(static_cast<size_t>(k));
     const auto rows = static_cast<int64_t>(drafts.size()) + 1, bucket = bucket_for(steps.plan.decode_rows, rows);
     RoundPlan plan;
@@ -248,7 +260,8 @@ Result<std::vector<ProgramFile>> load_world_programs(const std::string& program_
 Result<GenerateResult> generate(const GenerateOptions& options) {
   DSV41_ASSIGN_OR_RETURN(std::vector<ProgramFile> programs, load_world_programs(options.program_dir));
   DSV41_ASSIGN_OR_RETURN(GeneratePlan plan, plan_generation(options, programs[0]));
-  const Steps steps{options, std::move(plan)};
+  DSV41_ASSIGN_OR_RETURN(DsparkPlan dspark, dspark_plan(programs[0]));
+  const Steps steps{options, std::move(plan), std::move(dspark)};
   for (const ProgramFile& program : programs) {
     DSV41_TRY(check_phase(program, steps.plan.prefill_phase, steps.plan.segment_rows));
     if (steps.options.max_tokens > 1) DSV41_TRY(check_phase(program, "decode.r1", 1));

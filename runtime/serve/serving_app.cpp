@@ -1,6 +1,7 @@
 // runtime/serve/serving_app.cpp — wires programs, the World (CPU or a given backend), the text codec, the scheduler and the HTTP server together.
 #include "runtime/serve/serving_app.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "runtime/cpu/cpu_backend.h"
@@ -25,6 +26,8 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config)
   if (app->model_name_.empty()) app->model_name_ = "dsv41";
   const int world = static_cast<int>(programs.size());
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, cpu::make_backend(config.backend, config.model_dir, world));
+  SchedulerOptions scheduling = config.scheduler;
+  DSV41_ASSIGN_OR_RETURN(scheduling.dspark, dspark_plan(programs[0]));  // its Draft phases propose, when planned
   DSV41_ASSIGN_OR_RETURN(app->world_, World::start(std::move(programs), std::move(backend)));
   std::string tokenizer = config.tokenizer;
   if (tokenizer.empty() && fs::is_regular_file(fs::path(config.model_dir) / "tokenizer.json", ec))
@@ -40,7 +43,11 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config)
   if (config.scheduler.draft_tokens < 0 || config.scheduler.draft_tokens > f.draft_tokens)
     return Status::errorf("--draft-tokens {}: must be between 0 and the {} the programs were planned for (dsv41c plan "
                           "--draft-tokens)", config.scheduler.draft_tokens, f.draft_tokens);
-  app->scheduler_ = std::make_unique<Scheduler>(*app->world_, app->metrics_, config.scheduler);
+  if (scheduling.draft_tokens > 0)
+    std::fprintf(stderr, "dsv41-rt: drafting by %s, up to %lld drafts a round\n",
+                 scheduling.drafter ? "the given drafter" : scheduling.dspark.drafter(),
+                 static_cast<long long>(scheduling.draft_tokens));
+  app->scheduler_ = std::make_unique<Scheduler>(*app->world_, app->metrics_, scheduling);
   RequestLimits limits{app->model_name_, f.context, f.vocab, config.default_max_tokens};
   app->http_ = std::make_unique<HttpServer>(*app->scheduler_, app->metrics_, *app->codec_, config.http, limits);
   DSV41_ASSIGN_OR_RETURN(app->port_, app->http_->bind());
