@@ -37,9 +37,9 @@ Result<std::vector<std::vector<int32_t>>> dspark_drafts(World& world, const Dspa
   int64_t needed = 0;
   for (const DraftSeat& seat : seats) {
     const int64_t length = std::min(d.block, f.context - seat.position);
-    if (length < k)
-      return Status::errorf("dspark drafts: slot {} at position {} has room for {} rows in context {}, {} drafts asked",
-                            seat.slot, seat.position, length, f.context, k);
+    if (length < 1)
+      return Status::errorf("dspark drafts: slot {} at position {} is outside the context {}", seat.slot,
+                            seat.position, f.context);
     firsts.push_back(needed);
     lengths.push_back(length);
     needed += length;
@@ -62,7 +62,7 @@ Result<std::vector<std::vector<int32_t>>> dspark_drafts(World& world, const Dspa
       row[kStaticSlot] = seats[s].slot;
       row[kStaticPosition] = static_cast<int32_t>(seats[s].position + j);
       row[kStaticFirstRow] = static_cast<int32_t>(firsts[s]);
-      if (j < k) run.logits_rows.push_back(static_cast<int32_t>(firsts[s] + j));
+      if (j < std::min(k, lengths[s])) run.logits_rows.push_back(static_cast<int32_t>(firsts[s] + j));
     }
   }
   RoundPlan plan;
@@ -70,12 +70,11 @@ Result<std::vector<std::vector<int32_t>>> dspark_drafts(World& world, const Dspa
   plan.runs.push_back(std::move(run));
   DSV41_ASSIGN_OR_RETURN(auto logits, world.run(plan));
   std::vector<std::vector<int32_t>> drafts(seats.size());
+  size_t row = 0;
   for (size_t s = 0; s < seats.size(); ++s)
-    for (int64_t j = 0; j < k; ++j) {
-      const std::vector<float>& row = logits[s * static_cast<size_t>(k) + static_cast<size_t>(j)];
+    for (int64_t j = 0; j < std::min(k, lengths[s]); ++j, ++row)
       // The op chose its next row's Markov term with this same pick (runtime/cpu/ops_draft.cpp).
-      drafts[s].push_back(greedy_token(row.data(), f.vocab));
-    }
+      drafts[s].push_back(greedy_token(logits[row].data(), f.vocab));
   return drafts;
 }
 

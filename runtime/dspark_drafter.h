@@ -40,8 +40,9 @@ struct DsparkPlan {
 Result<DsparkPlan> dspark_plan(const ProgramFile& rank0);
 
 // Runs one Draft phase (round number `round`) for `seats` and returns each seat's first `k` drafts
-// (k ≤ the block). A sequence's block never runs past the planned context (rows beyond it are left
-// out); more seats than the largest Draft phase holds are refused.
+// (k ≤ the block). A sequence's block never runs past the planned context: rows beyond it are left out,
+// and so are their drafts (a seat near the end gets fewer than k). More seats than the largest Draft
+// phase holds are refused.
 Result<std::vector<std::vector<int32_t>>> dspark_drafts(World& world, const DsparkPlan& plan, uint64_t round,
                                                         const std::vector<DraftSeat>& seats, int64_t k);
 

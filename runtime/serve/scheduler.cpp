@@ -196,7 +196,7 @@ void Scheduler::loop() {
       if (proposed.is_ok()) {
         for (size_t i = 0; i < seats.size(); ++i) {
           auto& [view, k] = seat_views[i];
-          (*proposed)[i].resize(static_cast<size_t>(k));
+          if (static_cast<int64_t>((*proposed)[i].size()) > k) (*proposed)[i].resize(static_cast<size_t>(k));
           views[view].drafts = (*proposed)[i];
           for (auto& s : running_)
             if (s->stream->id() == views[view].id) s->drafts = std::move((*proposed)[i]);
