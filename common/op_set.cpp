@@ -56,6 +56,11 @@ std::vector<OpSpec> build_specs() {
        {{"statics", SX}, {"ids", S}, {"first_column", I}, {"layer", I}, {"table", W}, {"out", S}}},
       {"engram_gate", {"hidden", "streams"},
        {{"x", S}, {"kv", S}, {"q_weight", W}, {"k_weight", W}, {"eps", F}, {"out", S}}},
+      // DSpark (docs/ops.md "DSpark"): taps of the target's streams, the draft blocks' attention, the Markov head.
+      {"stream_mean", {"hidden", "streams", "taps"}, {{"statics", SX}, {"x", S}, {"tap", I}, {"out", S}}},
+      {"block_attention", {"heads", "head_dim", "window"},
+       {{"statics", SX}, {"q", S}, {"kv", S}, {"ring", ST}, {"sink", W}, {"scale", F}, {"out", S}}},
+      {"markov_logits", {"vocab", "rank"}, {{"statics", SX}, {"base", S}, {"embed", W}, {"head", W}, {"out", S}}},
   };
 }
 

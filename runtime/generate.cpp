@@ -10,6 +10,7 @@
 #include "common/model_config.h"
 #include "common/program_calls.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/dspark_drafter.h"
 #include "runtime/world.h"
 
 namespace dsv41 {
@@ -21,6 +22,7 @@ namespace fs = std::filesystem;
 struct Steps {
   const GenerateOptions& options;
   GeneratePlan plan;
+  DsparkPlan dspark;  // its Draft phases, when the programs have them
 };
 
 // The rank number in a "rank{N}.fb" file name, or -1.
@@ -59,8 +61,9 @@ int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t rows) {
   return buckets.back();
 }
 
-// Decodes with drafting: each round feeds the pending token and its lookup drafts through one decode
-// window and keeps what accept_drafts keeps; rejected rows need no undo (positions are rewritten).
+// Decodes with drafting: each round feeds the pending token and its drafts (the Draft phase's, or prompt
+// lookup's when the programs have none) through one decode window and keeps what accept_drafts keeps;
+// rejected rows need no undo (positions are rewritten).
 Status drive_drafted(RoundRunner& world, const Steps& steps, uint64_t round, int32_t pending, GenerateResult& out) {
   const GenerateOptions& o = steps.options;
   std::vector<int32_t> sequence = o.prompt;
@@ -74,7 +77,16 @@ Status drive_drafted(RoundRunner& world, const Steps& steps, uint64_t round, int
     if (pending == steps.plan.eos || emitted >= o.max_tokens) break;
     // Never draft past max_tokens: positions beyond it may lie outside the planned context.
     const int64_t k = std::min(o.draft_tokens, o.max_tokens - emitted - 1);
-    std::vector<int32_t> drafts = o.drafter ? o.drafter(sequence, k) : lookup_drafts(sequence, k);
+    std::vector<int32_t> drafts;
+    if (o.drafter) {
+      drafts = o.drafter(sequence, k);
+    } else if (steps.dspark.enabled() && k > 0) {  // the model's draft blocks, from the pending token
+      const std::vector<DraftSeat> seats{{0, position, pending}};
+      DSV41_ASSIGN_OR_RETURN(auto proposed, dspark_drafts(world, steps.dspark, round++, seats, k));
+      drafts = std::move(proposed[0]);
+    } else {
+      drafts = lookup_drafts(sequence, k);
+    }
     if (static_cast<int64_t>(drafts.size()) > k) drafts.resize(static_cast<size_t>(k));
     const auto rows = static_cast<int64_t>(drafts.size()) + 1, bucket = bucket_for(steps.plan.decode_rows, rows);
     RoundPlan plan;
@@ -161,7 +173,7 @@ Status check_generation_phases(const GeneratePlan& plan, int max_tokens, const P
 }
 
 Result<GenerateResult> generate_on(RoundRunner& rounds, const GenerateOptions& options, const GeneratePlan& plan) {
-  const Steps steps{options, plan};
+  const Steps steps{options, plan, rounds.facts().dspark};
   GenerateResult result;
   DSV41_TRY(drive(rounds, steps, result));
   return result;

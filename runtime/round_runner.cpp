@@ -17,6 +17,7 @@ Result<WorldFacts> world_facts(const ProgramFile& program0, int world) {
   if (const auto* rows = p.settings()->prefill_rows()) f.prefill_rows.assign(rows->begin(), rows->end());
   if (const auto* rows = p.settings()->decode_rows()) f.decode_rows.assign(rows->begin(), rows->end());
   f.draft_tokens = p.settings()->draft_tokens();
+  DSV41_ASSIGN_OR_RETURN(f.dspark, dspark_plan(program0));
   return f;
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/program_file.h"
 #include "common/status.h"
+#include "runtime/dspark_drafter.h"
 #include "runtime/rank_session.h"
 #include "runtime/round_plan.h"
 
@@ -24,6 +25,7 @@ struct WorldFacts {
   int32_t eos = -1;
   std::vector<int64_t> prefill_rows, decode_rows;  // as planned
   int64_t draft_tokens = 0;                        // drafts a round may verify per slot, as planned
+  DsparkPlan dspark;                               // its Draft phases (none: rounds draft by prompt lookup)
 };
 
 // The facts of a world of `world` ranks whose rank 0 runs `program0`.

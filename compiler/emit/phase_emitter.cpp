@@ -50,10 +50,10 @@ Call CallBuilder::finish() {
   return std::move(call_);
 }
 
-PhaseEmitter::PhaseEmitter(const EmitInputs& inputs, PhaseKind kind, int64_t rows) : in_(inputs) {
+PhaseEmitter::PhaseEmitter(const EmitInputs& inputs, PhaseKind kind, int64_t rows, bool draft) : in_(inputs), draft_(draft) {
   phase_.kind = kind;
   phase_.rows = rows;
-  phase_.name = (kind == PhaseKind::Decode ? "decode.r" : "prefill.n") + std::to_string(rows);
+  phase_.name = (draft ? "draft.r" : kind == PhaseKind::Decode ? "decode.r" : "prefill.n") + std::to_string(rows);
 }
 
 int PhaseEmitter::buffer(const std::string& name, DType dtype, std::vector<int64_t> row_shape) {
@@ -82,7 +82,7 @@ int PhaseEmitter::state(const std::string& name) const {
 
 CallBuilder& PhaseEmitter::with_rope(CallBuilder& b, int layer) {
   const ModelConfig& c = in_.config;
-  const bool compressed = c.layers[layer].ratio > 0;
+  const bool compressed = !is_draft_block(layer) && c.layers[layer].ratio > 0;  // draft blocks: ratio 0
   const bool yarn = compressed && c.rope_scaling.type == "yarn";
   return b.real("theta", compressed ? c.compress_rope_theta : c.rope_theta)
       .real("yarn_factor", yarn ? c.rope_scaling.factor : 1.0)
@@ -115,7 +115,12 @@ void PhaseEmitter::emit_hc_post(int mix) {
   std::swap(x_, x_next_);
 }
 
-Phase PhaseEmitter::emit() {
+std::string PhaseEmitter::block_prefix(int layer) const {
+  if (is_draft_block(layer)) return "mtp." + std::to_string(layer - in_.config.num_hidden_layers) + ".";
+  return "layers." + std::to_string(layer) + ".";
+}
+
+void PhaseEmitter::emit_embed() {
   const ModelConfig& c = in_.config;
   x_ = buffer("streams.a", DType::BF16, {c.hc_mult, c.hidden_size});
   x_next_ = buffer("streams.b", DType::BF16, {c.hc_mult, c.hidden_size});
@@ -124,13 +129,24 @@ Phase PhaseEmitter::emit() {
   // The first collapse uses a one-hot pre on stream 0 (the "delayed pre" starts there).
   add(CallBuilder("hc_pre_init").k("streams", c.hc_mult).k("mix", c.mix_hc)
           .scratch("out", buffer("mix.ffn", DType::F32, {c.mix_hc})));
+}
+
+Phase PhaseEmitter::emit() {
+  const ModelConfig& c = in_.config;
+  if (draft_) {
+    emit_draft();
+    return std::move(phase_);
+  }
+  emit_embed();
   emit_engram_hash();
   for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
+    if (in_.dspark) emit_tap(layer);  // the input of the layer, before Engram changes the streams
     if (c.layers[layer].engram) emit_engram(layer);
     emit_attention(layer);
     emit_ffn(layer);
   }
-  emit_head();
+  if (in_.dspark) emit_draft_context();
+  emit_head("norm.weight", "logits");
   return std::move(phase_);
 }
 

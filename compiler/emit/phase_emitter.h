@@ -44,11 +44,15 @@ struct EmitInputs {
   DType activations = DType::BF16;  // what the model's bf16 values are stored as (F32: check mode)
   std::vector<EngramLayerHash> engram;       // one per engram_layer_ids entry, in that order
   std::span<const int32_t> engram_token_map;  // empty: not built (no tokenizer.json)
+  // DSpark: the target's phases tap their streams into the draft blocks' context rings, and Draft
+  // phases run the draft blocks (phase_emitter_draft.cpp).
+  bool dspark = false;
 };
 
 class PhaseEmitter {
  public:
-  PhaseEmitter(const EmitInputs& inputs, PhaseKind kind, int64_t rows);
+  // `draft`: a DSpark Draft phase "draft.rN" (kind Decode: a window of rows with no prefill role).
+  PhaseEmitter(const EmitInputs& inputs, PhaseKind kind, int64_t rows, bool draft = false);
   Phase emit();
 
  private:
@@ -59,14 +63,29 @@ class PhaseEmitter {
   CallBuilder& with_rope(CallBuilder& b, int layer);
 
   void emit_attention(int layer);
+  // The streams' buffers, the embedding into all of them and the one-hot first pre.
+  void emit_embed();
   void emit_query_and_window(const std::string& p, int layer);
+  // The window row kv = rope(RMSNorm(x·wkvᵀ, kv_norm)) of `p`'s attention from buffer `x`; returns "kv".
+  int emit_window_kv(const std::string& p, int layer, int x);
   void emit_compressor(const std::string& p, int layer);
   void emit_indexer(const std::string& p, int layer);
   void emit_attention_output(const std::string& p, int layer);
+  // Inverse RoPE of `out`, wo_a, wo_b and the exchange into `sub`: the end of every attention sublayer.
+  void emit_attention_projection(const std::string& p, int layer, int out);
+  // `layer` counts the draft blocks on from num_hidden_layers (the release's logical ids 40-42).
   void emit_ffn(int layer);
+  std::string block_prefix(int layer) const;
+  bool is_draft_block(int layer) const { return layer >= in_.config.num_hidden_layers; }
+  // DSpark (phase_emitter_draft.cpp): a tap at the input of a target layer, the context rows of every
+  // draft block after the target's layers, and the whole forward of a Draft phase.
+  void emit_tap(int layer);
+  void emit_draft_context();
+  void emit_draft();
+  void emit_draft_attention(int layer);
   void emit_engram_hash();
   void emit_engram(int layer);
-  void emit_head();
+  void emit_head(const std::string& norm, const std::string& logits);
   // A sublayer's mHC front ("attn" or "ffn"): its mix into mix.<sublayer>, then the streams collapsed
   // with the previous sublayer's pre and normed into x.norm. Returns the mix buffer.
   int emit_hc_front(const std::string& p, const std::string& sublayer, const std::string& previous);
@@ -76,6 +95,7 @@ class PhaseEmitter {
   Phase phase_;
   std::unordered_map<std::string, int> buffer_index_;
   int x_ = -1, x_next_ = -1;  // the streams ping-pong between two buffers
+  bool draft_ = false;
 };
 
 }  // namespace dsv41

@@ -32,8 +32,13 @@ void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
   rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
       .scratch("x", qb).scratch("out", q);
   add(with_rope(rope_q, layer));
+  emit_window_kv(p, layer, xn);
+}
+
+int PhaseEmitter::emit_window_kv(const std::string& p, int layer, int x) {
+  const ModelConfig& c = in_.config;
   const int kva = buffer("kv.raw", DType::F32, {c.head_dim}), kv = buffer("kv", DType::BF16, {c.head_dim});
-  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", xn)
+  add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", x)
           .weight("w", weight(p + "attn.wkv.weight")).scratch("out", kva));
   add(CallBuilder("rmsnorm").k("width", c.head_dim).scratch("x", kva).weight("w", weight(p + "attn.kv_norm.weight"))
           .real("eps", c.rms_norm_eps).scratch("out", kv));
@@ -41,6 +46,7 @@ void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
   rope_kv.k("heads", 1).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
       .scratch("x", kv).scratch("out", kv);
   add(with_rope(rope_kv, layer));
+  return kv;
 }
 
 void PhaseEmitter::emit_compressor(const std::string& p, int layer) {
@@ -96,7 +102,7 @@ void PhaseEmitter::emit_indexer(const std::string& p, int layer) {
 void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
   const ModelConfig& c = in_.config;
   const LayerRole& role = c.layers[layer];
-  const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim, groups = in_.share.groups.size();
+  const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
   const std::string s = "L" + std::to_string(layer) + ".";
   const int kv = buffer("kv", DType::BF16, {c.head_dim}), out = buffer("attn.out", DType::BF16, {width});
   CallBuilder b("sparse_attention");
@@ -111,6 +117,12 @@ void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
   // The ring is written after attention: this step's rows are read from `kv` directly.
   add(CallBuilder("window_store").k("window", c.sliding_window).k("head_dim", c.head_dim).statics().scratch("kv", kv)
           .state("ring", state(s + "ring")));
+  emit_attention_projection(p, layer, out);
+}
+
+void PhaseEmitter::emit_attention_projection(const std::string& p, int layer, int out) {
+  const ModelConfig& c = in_.config;
+  const int64_t heads = in_.share.heads.size(), groups = in_.share.groups.size();
   CallBuilder inverse("rope");
   inverse.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 1).statics()
       .scratch("x", out).scratch("out", out);

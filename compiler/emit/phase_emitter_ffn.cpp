@@ -5,18 +5,21 @@ namespace dsv41 {
 
 void PhaseEmitter::emit_ffn(int layer) {
   const ModelConfig& c = in_.config;
-  const std::string p = "layers." + std::to_string(layer) + ".";
+  const std::string p = block_prefix(layer);
   const int64_t width = in_.share.expert_cols.size();
+  const bool draft = is_draft_block(layer);  // the draft blocks have experts of their own count and top-k
+  const int64_t experts = draft ? c.dspark_n_routed_experts : c.n_routed_experts;
+  const int64_t topk = draft ? c.dspark_num_experts_per_tok : c.num_experts_per_tok;
   const int mix = emit_hc_front(p, "ffn", "attn");
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
-  const int ids = buffer("router.ids", DType::I32, {c.num_experts_per_tok});
-  const int weights = buffer("router.weights", DType::F32, {c.num_experts_per_tok});
-  add(CallBuilder("router").k("hidden", c.hidden_size).k("experts", c.n_routed_experts).k("topk", c.num_experts_per_tok)
+  const int ids = buffer("router.ids", DType::I32, {topk});
+  const int weights = buffer("router.weights", DType::F32, {topk});
+  add(CallBuilder("router").k("hidden", c.hidden_size).k("experts", experts).k("topk", topk)
           .scratch("x", xn).weight("gate", weight(p + "ffn.gate.weight")).weight("bias", weight(p + "ffn.gate.bias"))
           .real("scaling", c.routed_scaling_factor).integer("normalize", c.norm_topk_prob ? 1 : 0)
           .scratch("ids", ids).scratch("weights", weights));
   std::vector<int64_t> w1, w2, w3;
-  for (int64_t e = 0; e < c.n_routed_experts; ++e) {
+  for (int64_t e = 0; e < experts; ++e) {
     const std::string ep = p + "ffn.experts." + std::to_string(e) + ".";
     w1.push_back(weight(ep + "w1.weight"));
     w2.push_back(weight(ep + "w2.weight"));
@@ -24,9 +27,9 @@ void PhaseEmitter::emit_ffn(int layer) {
   }
   const int partial = buffer("partial", DType::F32, {c.hidden_size});
   // The prefill experts' act and sorted pairs (kernels/moe_prefill.cuh): K·F bf16 and K int32 a row.
-  const int work = buffer("moe.work", DType::BF16, {c.num_experts_per_tok * (width + 2)});
-  add(CallBuilder("moe_experts").k("hidden", c.hidden_size).k("width", width).k("experts", c.n_routed_experts)
-          .k("topk", c.num_experts_per_tok).scratch("x", xn).scratch("ids", ids).scratch("weights", weights)
+  const int work = buffer("moe.work", DType::BF16, {topk * (width + 2)});
+  add(CallBuilder("moe_experts").k("hidden", c.hidden_size).k("width", width).k("experts", experts)
+          .k("topk", topk).scratch("x", xn).scratch("ids", ids).scratch("weights", weights)
           .weights("w1", w1).weights("w3", w3).weights("w2", w2).real("limit", c.swiglu_limit).scratch("out", partial)
           .scratch("work", work));
   if (c.n_shared_experts > 0) {
@@ -42,18 +45,18 @@ void PhaseEmitter::emit_ffn(int layer) {
   emit_hc_post(mix);
 }
 
-void PhaseEmitter::emit_head() {
+void PhaseEmitter::emit_head(const std::string& norm, const std::string& logits) {
   const ModelConfig& c = in_.config;
   const int64_t vocab = in_.share.vocab_rows.size();
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
   add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_)
-          .scratch("mix", buffer("mix.ffn", DType::F32, {c.mix_hc})).weight("norm", weight("norm.weight"))
+          .scratch("mix", buffer("mix.ffn", DType::F32, {c.mix_hc})).weight("norm", weight(norm))
           .real("eps", c.rms_norm_eps).scratch("out", xn));
   const int local = buffer("logits.local", DType::F32, {vocab});
   add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", vocab).scratch("x", xn).weight("w", weight("head.weight"))
           .scratch("out", local));
   add(CallBuilder("exchange_gather").k("width", vocab).scratch("x", local).integers("widths", in_.vocab_widths)
-          .scratch("out", buffer("logits", DType::F32, {c.vocab_size})));
+          .scratch("out", buffer(logits, DType::F32, {c.vocab_size})));
 }
 
 }  // namespace dsv41

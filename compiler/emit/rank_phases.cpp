@@ -1,16 +1,41 @@
 // compiler/emit/rank_phases.cpp — one phase per decode bucket and prefill size, all over one state layout.
 #include "compiler/emit/rank_phases.h"
 
+#include <set>
+
+#include "common/kernel_contract.h"
 #include "compiler/emit/phase_emitter.h"
 
 namespace dsv41 {
 
+std::vector<std::string> dspark_ops_without_kernels() {
+  std::vector<std::string> missing;
+  for (const char* op : {"stream_mean", "block_attention", "markov_logits"})
+    if (!find_contract(op)) missing.emplace_back(op);
+  return missing;
+}
+
+bool emits_dspark(const ModelConfig& config, const ServingSettings& settings, bool kernels) {
+  return settings.draft_tokens > 0 && config.has_dspark() && (!kernels || dspark_ops_without_kernels().empty());
+}
+
+std::vector<int64_t> draft_phase_rows(const ModelConfig& config, const ServingSettings& settings) {
+  std::set<int64_t> sequences{settings.slots};
+  for (int64_t rows : settings.decode_rows)
+    if (rows <= settings.slots) sequences.insert(rows);
+  std::vector<int64_t> rows;
+  for (int64_t n : sequences) rows.push_back(n * config.dspark_block_size);
+  return rows;
+}
+
 CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, const WeightPlan& weights,
-                          const ServingSettings& settings, std::span<const int32_t> engram_token_map) {
+                          const ServingSettings& settings, std::span<const int32_t> engram_token_map, bool kernels) {
+  const bool dspark = emits_dspark(config, settings, kernels);
   const StateLayout state = plan_state_layout(config, settings.context, settings.activations, settings.draft_tokens,
-                                              settings.cache_format);
+                                              settings.cache_format, dspark);
   EmitInputs inputs{config, share, weights, state, {}, {}, settings.activations};
   inputs.engram_token_map = engram_token_map;
+  inputs.dspark = dspark;
   if (config.has_engram()) {
     auto hashes = engram_layer_hashes(config);
     DSV41_CHECK(hashes.is_ok());  // ModelInputs::read refused a config whose primes disagree
@@ -24,6 +49,8 @@ CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, con
   lists.state_bytes_per_slot = state.bytes_per_slot;
   for (int64_t rows : settings.decode_rows) lists.phases.push_back(PhaseEmitter(inputs, PhaseKind::Decode, rows).emit());
   for (int64_t rows : settings.prefill_rows) lists.phases.push_back(PhaseEmitter(inputs, PhaseKind::Prefill, rows).emit());
+  if (dspark)
+    for (int64_t rows : draft_phase_rows(config, settings)) lists.phases.push_back(PhaseEmitter(inputs, PhaseKind::Decode, rows, true).emit());
   return lists;
 }
 

@@ -27,7 +27,7 @@ int64_t tail_rows(int64_t ratio, int64_t draft_tokens) {
 }
 
 StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activations, int64_t draft_tokens,
-                              CacheFormat cache_format) {
+                              CacheFormat cache_format, bool draft_rings) {
   StateLayout layout;
   uint64_t used = 0;
   // One cache of `rows` rows of `dim` values, as activations or packed in its role's official format.
@@ -50,6 +50,12 @@ StateLayout plan_state_layout(const ModelConfig& c, int64_t context, DType activ
   // hash of a step's first rows can read the max_n − 1 tokens before it and a sequence rewound by its
   // length reads back exactly what the window rings do.
   if (c.has_engram()) used = append_buffer(layout.buffers, used, "engram.lookback", DType::I32, {c.sliding_window});
+  // DSpark: the context rows (from the target's taps) of each draft block, position-addressed like
+  // the target's rings, so a rewind keeps them.
+  if (draft_rings)
+    for (int64_t i = 0; i < c.num_nextn_predict_layers; ++i)
+      used = append_buffer(layout.buffers, used, "D" + std::to_string(i) + ".ring", activations,
+                           {ring_rows(c.sliding_window, draft_tokens), c.head_dim});
   layout.bytes_per_slot = (used + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   return layout;
 }

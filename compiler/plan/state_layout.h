@@ -21,9 +21,11 @@ struct StateLayout {
 // `activations` replaces BF16 for cache rows (F32 in check mode). With `draft_tokens` > 0 the rings
 // and tails are longer (ring_rows, tail_rows), so rewinding rejected draft rows loses nothing. With the
 // official cache format, rings, caches and index caches are packed rows (common/cache_format.h: U8
-// [rows, packed_row_bytes]); tails stay fp32.
+// [rows, packed_row_bytes]); tails stay fp32. With `draft_rings`, each DSpark draft block i gets
+// "D{i}.ring", a window ring of its context rows (always activation rows: the draft blocks' own cache).
 StateLayout plan_state_layout(const ModelConfig& config, int64_t context, DType activations = DType::BF16,
-                              int64_t draft_tokens = 0, CacheFormat cache_format = CacheFormat::BF16);
+                              int64_t draft_tokens = 0, CacheFormat cache_format = CacheFormat::BF16,
+                              bool draft_rings = false);
 
 // Rows of a window ring: the window, plus the rows a rejected verification may write past it. A row
 // at position q lands in slot q mod rows; after a rewind to L the window of L (L - window .. L - 1)

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "runtime/cpu/ops.h"
+#include "runtime/cpu/ops_draft.h"
 
 namespace dsv41::cpu {
 namespace {
@@ -30,6 +31,9 @@ constexpr std::pair<std::string_view, OpFunction> kCpuOps[] = {
     {"engram_lookback", op_engram_lookback},
     {"engram_gather", op_engram_gather},
     {"engram_gate", op_engram_gate},
+    {"stream_mean", op_stream_mean},
+    {"block_attention", op_block_attention},
+    {"markov_logits", op_markov_logits},
 };
 
 }  // namespace

@@ -4,36 +4,47 @@
 
 #include "runtime/cpu/cache_rows.h"
 #include "runtime/cpu/ops.h"
+#include "runtime/cpu/ops_draft.h"
 
 namespace dsv41::cpu {
 
-Status op_sparse_attention(const OpContext& ctx) {
+Result<AttentionArgs> attention_args(const OpContext& ctx) {
   DSV41_TRY(check_constant(ctx, "heads", 1, 1 << 16));
   DSV41_TRY(check_constant(ctx, "head_dim", 1, 1 << 20));
   DSV41_TRY(check_constant(ctx, "window", 1, 1 << 24));
+  DSV41_TRY(check_statics(ctx));
+  AttentionArgs a;
+  a.heads = ctx.constant("heads"), a.dh = ctx.constant("head_dim"), a.window = ctx.constant("window");
+  const int64_t rows = ctx.statics().rows;
+  DSV41_ASSIGN_OR_RETURN(a.q, scratch_arg(ctx, "q", Want::F32, rows * a.heads * a.dh));
+  DSV41_ASSIGN_OR_RETURN(a.kv, scratch_arg(ctx, "kv", Want::Act, rows * a.dh));
+  DSV41_ASSIGN_OR_RETURN(a.sink, weight_arg(ctx, "sink", a.heads));
+  DSV41_ASSIGN_OR_RETURN(a.out, scratch_arg(ctx, "out", Want::Act, rows * a.heads * a.dh));
+  DSV41_TRY(check_same_dtype(ctx, "kv", a.kv, "out", a.out));
+  a.scale = static_cast<float>(ctx.real("scale"));
+  return a;
+}
+
+Status op_sparse_attention(const OpContext& ctx) {
   DSV41_TRY(check_constant(ctx, "topk", 0, 1 << 24));
   const int64_t topk = ctx.constant("topk");
   DSV41_TRY(check_presence(ctx, "cache", topk > 0, "present iff topk > 0"));
   DSV41_TRY(check_presence(ctx, "selected", topk > 0, "present iff topk > 0"));
-  DSV41_TRY(check_statics(ctx));
+  DSV41_ASSIGN_OR_RETURN(const AttentionArgs a, attention_args(ctx));
   const StaticsView& st = ctx.statics();
-  const int64_t heads = ctx.constant("heads"), dh = ctx.constant("head_dim"), window = ctx.constant("window");
-  const int64_t rows = st.rows;
-  DSV41_ASSIGN_OR_RETURN(TensorView q, scratch_arg(ctx, "q", Want::F32, rows * heads * dh));
-  DSV41_ASSIGN_OR_RETURN(TensorView kv, scratch_arg(ctx, "kv", Want::Act, rows * dh));
-  DSV41_ASSIGN_OR_RETURN(const float* sink, weight_arg(ctx, "sink", heads));
-  DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::Act, rows * heads * dh));
-  DSV41_TRY(check_same_dtype(ctx, "kv", kv, "out", out));
+  const int64_t heads = a.heads, dh = a.dh, window = a.window, rows = st.rows;
+  const TensorView &q = a.q, &kv = a.kv, &out = a.out;
+  const float* sink = a.sink;
+  const float scale = a.scale;
   TensorView selected;
   if (topk > 0) {
     DSV41_ASSIGN_OR_RETURN(selected, scratch_arg(ctx, "selected", Want::I32, rows * topk));
   }
-  const auto scale = static_cast<float>(ctx.real("scale"));
 
   // With an official (packed) ring, this step's rows are read as the ring will hold them: rounded
   // through FP8 as the official code rounds kv in place before attending.
   const bool packed_window = ctx.state("ring", 0).dtype == kPackedCacheDType;
-  std::vector<float> keys, qr(static_cast<size_t>(heads * dh)), o(static_cast<size_t>(heads * dh)), logit;
+  std::vector<float> keys, qr(static_cast<size_t>(heads * dh)), o(static_cast<size_t>(heads * dh));
   return for_active_rows(st, {{&out, heads * dh}}, [&](int64_t r) -> Status {
     const int slot = st.slot(r);
     const int64_t p = st.position(r), first = st.first_row(r);
@@ -80,25 +91,30 @@ Status op_sparse_attention(const OpContext& ctx) {
     const auto count = static_cast<int64_t>(keys.size()) / dh;
 
     read_floats(q, r * heads * dh, heads * dh, qr.data());
-    logit.resize(static_cast<size_t>(count));
-    for (int64_t h = 0; h < heads; ++h) {
-      const float* qh = qr.data() + h * dh;
-      float top = sink[h];
-      for (int64_t j = 0; j < count; ++j) top = std::max(top, logit[j] = dot(qh, keys.data() + j * dh, dh) * scale);
-      float denominator = std::exp(sink[h] - top);  // the sink counts in the denominator only
-      float* oh = o.data() + h * dh;
-      std::fill(oh, oh + dh, 0.0f);
-      for (int64_t j = 0; j < count; ++j) {
-        const float e = std::exp(logit[j] - top);
-        denominator += e;
-        const float* key = keys.data() + j * dh;
-        for (int64_t d = 0; d < dh; ++d) oh[d] += e * key[d];
-      }
-      for (int64_t d = 0; d < dh; ++d) oh[d] /= denominator;  // rounded by the BF16 store
-    }
+    attend(qr.data(), keys.data(), count, heads, dh, sink, scale, o.data());
     write_floats(out, r * heads * dh, heads * dh, o.data());
     return Status::ok();
   });
+}
+
+void attend(const float* q, const float* keys, int64_t count, int64_t heads, int64_t dh, const float* sink, float scale,
+            float* out) {
+  std::vector<float> logit(static_cast<size_t>(count));
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* qh = q + h * dh;
+    float top = sink[h];
+    for (int64_t j = 0; j < count; ++j) top = std::max(top, logit[j] = dot(qh, keys + j * dh, dh) * scale);
+    float denominator = std::exp(sink[h] - top);  // the sink counts in the denominator only
+    float* oh = out + h * dh;
+    std::fill(oh, oh + dh, 0.0f);
+    for (int64_t j = 0; j < count; ++j) {
+      const float e = std::exp(logit[j] - top);
+      denominator += e;
+      const float* key = keys + j * dh;
+      for (int64_t d = 0; d < dh; ++d) oh[d] += e * key[d];
+    }
+    for (int64_t d = 0; d < dh; ++d) oh[d] /= denominator;  // rounded by the BF16 store
+  }
 }
 
 Status op_window_store(const OpContext& ctx) {

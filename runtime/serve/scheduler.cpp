@@ -156,6 +156,10 @@ void Scheduler::emit(Sequence& s, const Sampled& t, int64_t position, Clock::tim
 void Scheduler::loop() {
   for (;;) {
     std::vector<SlotView> views;
+    // DSpark drafts come from one Draft phase for every drafting sequence, run before the round.
+    const bool dspark = !options_.drafter && options_.dspark.enabled();
+    std::vector<DraftSeat> seats;
+    std::vector<std::pair<size_t, int64_t>> seat_views;  // (index into views, drafts wanted)
     {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(20),
@@ -171,7 +175,12 @@ void Scheduler::loop() {
         s->verifying = decoding && options_.draft_tokens > 0;
         const int64_t k = std::min(options_.draft_tokens, room);
         s->drafts.clear();
-        if (s->verifying) s->drafts = options_.drafter ? options_.drafter(s->history, k) : lookup_drafts(s->history, k);
+        if (s->verifying && dspark && k > 0) {
+          seats.push_back({s->slot, s->position, s->next_token});
+          seat_views.emplace_back(views.size(), k);
+        } else if (s->verifying) {
+          s->drafts = options_.drafter ? options_.drafter(s->history, k) : lookup_drafts(s->history, k);
+        }
         if (static_cast<int64_t>(s->drafts.size()) > k) s->drafts.resize(static_cast<size_t>(k));
         views.push_back({s->stream->id(), s->slot, s->needs_reset, &s->request.prompt, s->prefilled, s->next_token,
                          s->position, s->drafts});
@@ -179,8 +188,25 @@ void Scheduler::loop() {
     }
     if (views.empty()) continue;
     // Only this thread changes running_ and the sequences' progress, so the views stay valid unlocked.
+    Status drafted = Status::ok();
+    if (!seats.empty()) {
+      int64_t most = 0;
+      for (const auto& [view, k] : seat_views) most = std::max(most, k);
+      auto proposed = dspark_drafts(world_, options_.dspark, round_++, seats, most);
+      if (proposed.is_ok()) {
+        for (size_t i = 0; i < seats.size(); ++i) {
+          auto& [view, k] = seat_views[i];
+          if (static_cast<int64_t>((*proposed)[i].size()) > k) (*proposed)[i].resize(static_cast<size_t>(k));
+          views[view].drafts = (*proposed)[i];
+          for (auto& s : running_)
+            if (s->stream->id() == views[view].id) s->drafts = std::move((*proposed)[i]);
+        }
+      } else {
+        drafted = proposed.status();
+      }
+    }
     PlannedRound planned = plan_round(shape_, views, round_++);
-    auto logits = world_.run(planned.plan);
+    auto logits = drafted.is_ok() ? world_.run(planned.plan) : Result<std::vector<std::vector<float>>>(drafted);
     const Clock::time_point now = Clock::now();
     std::lock_guard lock(mutex_);
     if (!logits.is_ok()) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/draft_verify.h"
+#include "runtime/dspark_drafter.h"
 #include "runtime/serve/api_error.h"
 #include "runtime/serve/metrics.h"
 #include "runtime/serve/request_stream.h"
@@ -29,7 +30,8 @@ struct SchedulerOptions {
   // Drafts each decoding sequence proposes per round (0: serial), at most the world's planned
   // draft_tokens. Verification keeps exactly the tokens serial decoding would sample.
   int64_t draft_tokens = 0;
-  Drafter drafter;  // empty: lookup_drafts
+  Drafter drafter;  // empty: the DSpark Draft phases of `dspark` when it has them, else lookup_drafts
+  DsparkPlan dspark;
 };
 
 struct GenerationRequest {

@@ -1,6 +1,7 @@
 // runtime/serve/serving_app.cpp — wires programs, the World (CPU or a given backend) or given rounds, the text codec, the scheduler and the HTTP server together.
 #include "runtime/serve/serving_app.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "runtime/cpu/cpu_backend.h"
@@ -54,7 +55,13 @@ Result<std::unique_ptr<ServingApp>> ServingApp::start(const ServeConfig& config,
   if (config.scheduler.draft_tokens < 0 || config.scheduler.draft_tokens > f.draft_tokens)
     return Status::errorf("--draft-tokens {}: must be between 0 and the {} the programs were planned for (dsv41c plan "
                           "--draft-tokens)", config.scheduler.draft_tokens, f.draft_tokens);
-  app->scheduler_ = std::make_unique<Scheduler>(*app->rounds_, app->metrics_, config.scheduler);
+  SchedulerOptions scheduling = config.scheduler;
+  scheduling.dspark = f.dspark;  // its Draft phases propose, when planned
+  if (scheduling.draft_tokens > 0)
+    std::fprintf(stderr, "dsv41-rt: drafting by %s, up to %lld drafts a round\n",
+                 scheduling.drafter ? "the given drafter" : scheduling.dspark.drafter(),
+                 static_cast<long long>(scheduling.draft_tokens));
+  app->scheduler_ = std::make_unique<Scheduler>(*app->rounds_, app->metrics_, scheduling);
   RequestLimits limits{app->model_name_, f.context, f.vocab, config.default_max_tokens};
   app->http_ = std::make_unique<HttpServer>(*app->scheduler_, app->metrics_, *app->codec_, config.http, limits);
   DSV41_ASSIGN_OR_RETURN(app->port_, app->http_->bind());

@@ -1,6 +1,7 @@
 // tests/draft/draft_generate_e2e.cpp — drafted generation on the tiny draft fixture gives serial decoding's tokens and logits, drafts accepted or not.
 #include <gtest/gtest.h>
 
+#include "runtime/dspark_drafter.h"
 #include "runtime/generate.h"
 #include "tests/draft/oracle_drafter.h"
 #include "tests/runtime/runtime_fixtures.h"
@@ -42,8 +43,8 @@ TEST(DraftedGeneration, EveryDraftCountGivesSerialDecodingsTokens) {
   std::vector<int32_t> whole = options(dir.path(), 0).prompt;
   whole.insert(whole.end(), serial->tokens.begin(), serial->tokens.end());
   int64_t accepted = 0, rejected = 0;
-  // k = 0 through the drafting programs (longer rings), k = 1..5 with planted mistakes, and prompt
-  // lookup's own drafts (k = 6 below stands for lookup with 5).
+  // k = 0 through the drafting programs (longer rings), k = 1..5 with planted mistakes, and the
+  // programs' own DSpark draft phase (k = 6 below stands for it with 5).
   for (int64_t k = 0; k <= kDrafts + 1; ++k) {
     GenerateOptions o = options(dir.path() / "drafting", std::min(k, kDrafts));
     if (k <= kDrafts) o.drafter = oracle_drafter({whole}, 1280);
@@ -61,6 +62,40 @@ TEST(DraftedGeneration, EveryDraftCountGivesSerialDecodingsTokens) {
   // Both paths ran: drafts kept (rows already in the state) and drafts rewound.
   EXPECT_GT(accepted, 0);
   EXPECT_GT(rejected, 0);
+}
+
+// The model's own draft blocks propose (no drafter given), at worlds 1 and 3 (an uneven split of the
+// draft blocks' heads and experts): every draft count keeps serial decoding's tokens and logits, and
+// the acceptance is reported.
+TEST(DraftedGeneration, DsparkDraftsKeepSerialDecodingsTokens) {
+  TempDir dir("draft_dspark");
+  const fs::path& pack = fixture_pack("dsv41-tiny-draft", "release");
+  for (int world : {1, 3}) {
+    const fs::path serial_dir = dir.path() / ("serial" + std::to_string(world));
+    const fs::path drafting_dir = dir.path() / ("drafting" + std::to_string(world));
+    write_programs(serial_dir, pack, world, draft_settings(0));
+    write_programs(drafting_dir, pack, world, draft_settings(kDrafts));
+    auto rank0 = ProgramFile::load((drafting_dir / "rank0.fb").string());
+    ASSERT_TRUE(rank0.is_ok()) << rank0.status().message();
+    auto dspark = dspark_plan(*rank0);
+    ASSERT_TRUE(dspark.is_ok()) << dspark.status().message();
+    EXPECT_STREQ(dspark->drafter(), "dspark");  // generate drafts with the Draft phases when there are some
+    EXPECT_EQ(dspark->rows, (std::vector<int64_t>{5, 10})) << "one and both slots (small settings: 2)";
+    auto serial = generate(options(serial_dir, 0));
+    ASSERT_TRUE(serial.is_ok()) << serial.status().message();
+    for (int64_t k = 1; k <= kDrafts; ++k) {
+      auto drafted = generate(options(drafting_dir, k));
+      ASSERT_TRUE(drafted.is_ok()) << "world " << world << ", draft tokens " << k << ": " << drafted.status().message();
+      EXPECT_EQ(drafted->tokens, serial->tokens) << "world " << world << ", draft tokens " << k;
+      EXPECT_EQ(drafted->logits, serial->logits) << "world " << world << ", draft tokens " << k;
+      const DraftStats& d = drafted->drafting;
+      EXPECT_EQ(d.accepted + d.rounds, 11) << "every token after the first comes from a round";
+      EXPECT_GT(d.drafted, 0) << "world " << world << ", draft tokens " << k;
+      std::printf("dspark drafts, world %d, k %lld: %lld rounds, %lld drafted, %lld accepted, acceptance length %.2f\n",
+                  world, static_cast<long long>(k), static_cast<long long>(d.rounds), static_cast<long long>(d.drafted),
+                  static_cast<long long>(d.accepted), d.acceptance_length());
+    }
+  }
 }
 
 TEST(DraftedGeneration, RefusesMoreDraftsThanPlanned) {
