@@ -28,12 +28,7 @@ TEST(CudaCacheFormat, OfficialCachesInCheckModeMatchTheCpu) {
   const fs::path& pack = test::tiny_pack("release");
   for (int world : {1, 3}) {
     SCOPED_TRACE(::testing::Message() << "release pack, world " << world << ", f32, --cache-format official");
-    ServingSettings settings;
-    settings.context = 128;
-    settings.slots = 2;
-    settings.prefill_rows = {16};
-    settings.decode_rows = {1};
-    settings.activations = DType::F32;
+    ServingSettings settings = test_settings(DType::F32);
     settings.cache_format = CacheFormat::Official;
     const fs::path programs = dir / ("official-w" + std::to_string(world));
     plan_h200(pack, world, settings, programs);

@@ -34,13 +34,8 @@ std::vector<int32_t> stand_in_token_map() {
 }
 
 void plan_engram_world(int world, const fs::path& dir) {
-  ServingSettings settings;
-  settings.context = 128;
-  settings.slots = 2;
-  settings.prefill_rows = {16};
-  settings.decode_rows = {1};
-  settings.activations = DType::F32;
-  plan_h200(test::fixture_pack("dsv41-tiny-engram", "release"), world, settings, dir, stand_in_token_map());
+  plan_h200(test::fixture_pack("dsv41-tiny-engram", "release"), world, test_settings(DType::F32), dir,
+            stand_in_token_map());
 }
 
 // `log`: the boot reports (with the line naming the Engram rows' source and buffers), or null.

@@ -58,14 +58,18 @@ void plan_h200(const std::filesystem::path& pack, int world, const ServingSettin
   }
 }
 
-void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir) {
+ServingSettings test_settings(DType activations) {
   ServingSettings settings;
   settings.context = 128;
   settings.slots = 2;
   settings.prefill_rows = {16};
   settings.decode_rows = {1};
   settings.activations = activations;
-  plan_h200(pack, world, settings, dir);
+  return settings;
+}
+
+void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir) {
+  plan_h200(pack, world, test_settings(activations), dir);
 }
 
 std::vector<int32_t> prompt() {

@@ -44,8 +44,10 @@ std::string kernel_cache_dir();
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
                const std::filesystem::path& dir, const std::vector<int32_t>& engram_token_map = {});
 
-// plan_h200 with the CUDA backend tests' settings: context 128, 2 slots, prefill segments of 16,
-// decode bucket 1, activations as given.
+// The CUDA backend tests' settings: context 128, 2 slots, prefill segments of 16, decode bucket 1,
+// activations as given.
+ServingSettings test_settings(DType activations);
+// plan_h200 with test_settings(activations).
 void plan_world(const std::filesystem::path& pack, int world, DType activations, const std::filesystem::path& dir);
 
 float max_abs(const std::vector<float>& v);

@@ -54,7 +54,9 @@ TEST(RankProcesses, WorldTwoGivesTheInProcessTokens) { expect_in_process_tokens(
 TEST(RankProcesses, WorldThreeGivesTheInProcessTokens) { expect_in_process_tokens(3, 1); }
 
 // Drafted rounds travel as rounds like any other: two rank processes verifying 3 drafts a round give
-// the in-process drafted tokens (which tests/draft shows equal serial decoding's).
+// the in-process drafted tokens (which tests/draft shows equal serial decoding's). The tiny draft
+// model's programs have Draft phases, so the drafts come from its DSpark blocks, whose Draft phase
+// runs on every rank as a round of its own (random blocks: few or none are kept).
 TEST(RankProcesses, DraftedGenerationGivesTheInProcessTokens) {
   test::TempDir dir("drafted");
   auto settings = test::small_settings();
@@ -68,13 +70,10 @@ TEST(RankProcesses, DraftedGenerationGivesTheInProcessTokens) {
   o.max_tokens = 16;
   o.stop_at_eos = false;
   o.draft_tokens = 3;
-  // Prompt lookup drafts only when a generated token occurred before: with this prompt the random
-  // model repeats itself, so rounds draft (4 tokens here, 2 of them kept: rounds keep some and not all).
   for (int32_t i = 0; i < 12; ++i) o.prompt.push_back(29 + i % 5);
   auto want = generate(o);
   ASSERT_TRUE(want.is_ok()) << want.status().message();
-  ASSERT_GT(want->drafting.drafted, want->drafting.accepted);
-  ASSERT_GT(want->drafting.accepted, 0);
+  ASSERT_GT(want->drafting.drafted, 0) << "every decode round drafts";
   const test::CommandResult run = test::run_dsv41rt(
       {"launch", "--world", "2", "generate", o.program_dir, "--model", o.model_dir, "--prompt-ids",
        fmt::format("{}", fmt::join(o.prompt, ",")), "--max-tokens", "16", "--ignore-eos", "--draft-tokens", "3"});
