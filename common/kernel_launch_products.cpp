@@ -24,7 +24,7 @@ LaunchDims gemv_grid(int64_t columns, const CallEnv& env) {
 // kernels/linear.cuh tiled_takes: above 16 rows, bf16 x, a weight format the tile decodes, K (n) of
 // whole 32-column steps and every 128-column tile within one x range run the tiled tensor-core GEMM:
 // grid (ceil(R / 64), ceil(columns / 128)), two stages of the 64 x 128 x 32 bf16 tile in dynamic shared.
-constexpr int64_t kTileRows = 64, kTileCols = 128, kTileK = 32, kGemmSmemBytes = 2 * (64 + 128) * (32 + 8) * 2;
+constexpr int64_t kTileRows = 64, kTileCols = 128, kTileK = 32;
 
 bool tiled(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
   if (env.rows <= 16 || n % kTileK != 0 || !one_x_range) return false;

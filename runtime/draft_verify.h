@@ -35,8 +35,8 @@ using Drafter = std::function<std::vector<int32_t>(const std::vector<int32_t>& s
 
 // Proposes up to `k` drafts by prompt lookup: the tokens that followed the latest earlier occurrence of
 // the sequence's last `ngram` tokens (trying ngram 3, 2, then 1). Empty when nothing matches. A drafter
-// of its own (no model): it serves until the DSpark draft phase proposes instead, and whatever it
-// proposes, verification keeps the output exact.
+// of its own (no model): it proposes when the programs have no DSpark Draft phases (runtime/
+// dspark_drafter.h), and whatever it proposes, verification keeps the output exact.
 std::vector<int32_t> lookup_drafts(const std::vector<int32_t>& sequence, int64_t k);
 
 // Acceptance totals: a round yields accepted + 1 tokens; the mean acceptance length is tokens / rounds.

@@ -175,6 +175,7 @@ Status check_generation_phases(const GeneratePlan& plan, int max_tokens, const P
 Result<GenerateResult> generate_on(RoundRunner& rounds, const GenerateOptions& options, const GeneratePlan& plan) {
   const Steps steps{options, plan, rounds.facts().dspark};
   GenerateResult result;
+  if (options.draft_tokens > 0) result.drafter = options.drafter ? "the given drafter" : steps.dspark.drafter();
   DSV41_TRY(drive(rounds, steps, result));
   return result;
 }

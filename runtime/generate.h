@@ -25,7 +25,7 @@ struct GenerateOptions {
   // Drafts per round (0: serial decoding), at most the programs' planned draft_tokens; each round
   // verifies them in one decode window and keeps exactly the tokens serial decoding would choose.
   int64_t draft_tokens = 0;
-  Drafter drafter;  // empty: lookup_drafts
+  Drafter drafter;  // empty: the programs' DSpark Draft phases when planned, else lookup_drafts
   // Makes the world's backend (world = the number of programs); empty: the CPU backend.
   BackendFactory backend;
 };
@@ -36,6 +36,7 @@ struct GenerateResult {
   // (each prompt row, then each decode step) when all_logits.
   std::vector<std::vector<float>> logits;
   DraftStats drafting;  // rounds, drafts and accepted drafts (all zero without drafting)
+  std::string drafter;  // who proposed the drafts: "dspark", "prompt lookup" or "the given drafter"
 };
 
 // Prefills the prompt in segments of one planned size, then decodes greedily through decode.r1

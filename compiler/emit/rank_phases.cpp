@@ -38,7 +38,7 @@ CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, con
   inputs.dspark = dspark;
   if (config.has_engram()) {
     auto hashes = engram_layer_hashes(config);
-    DSV41_CHECK(hashes.is_ok());  // ModelInputs::read refused a config whose primes disagree
+    DSV41_CHECK(hashes.is_ok());  // resolve_options (compiler/program/rank_planner.cpp) refused a config whose primes disagree
     inputs.engram = std::move(hashes).value();
   }
   inputs.weight_index.reserve(weights.tensors.size());

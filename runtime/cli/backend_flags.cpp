@@ -58,8 +58,9 @@ BackendFactory backend_factory(const BackendFlags& flags, const std::string& mod
 void add_draft_tokens_flag(CLI::App* cmd, int64_t& draft_tokens, const std::string& metrics) {
   cmd->add_option("--draft-tokens", draft_tokens,
                   "drafts per round and stream, verified exactly so the tokens equal serial decoding's, greedy or "
-                  "sampled (0: serial; at most the programs' dsv41c plan --draft-tokens). Drafts come from prompt "
-                  "lookup until the DSpark draft phase lands; the acceptance is reported " + metrics)
+                  "sampled (0: serial; at most the programs' dsv41c plan --draft-tokens). Drafts come from the model's "
+                  "DSpark blocks when the programs have Draft phases, else from prompt lookup; the acceptance is "
+                  "reported " + metrics)
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 }

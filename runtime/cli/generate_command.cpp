@@ -11,9 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "common/program_file.h"
 #include "runtime/dist/rank_process.h"
-#include "runtime/dspark_drafter.h"
 #include "runtime/generate.h"
 #include "runtime/cli/backend_flags.h"
 #include "runtime/cli/rank_flags.h"
@@ -72,11 +70,8 @@ Status run_generate(GenerateFlags f) {
   else
     std::printf("%s\n", fmt::format("{}", fmt::join(result.tokens, " ")).c_str());
   if (!f.json && f.options.draft_tokens > 0) {  // on stderr: stdout stays the token list
-    // Which proposer ran: the programs' DSpark Draft phases, else prompt lookup (runtime/dspark_drafter.h).
-    auto rank0 = ProgramFile::load(f.options.program_dir + "/rank0.fb");
-    auto dspark = rank0.is_ok() ? dspark_plan(*rank0) : Result<DsparkPlan>(rank0.status());
     std::fprintf(stderr, "dsv41-rt: drafting by %s: %lld rounds, %lld drafted, %lld accepted, acceptance length %.2f\n",
-                 dspark.is_ok() ? dspark->drafter() : "?", static_cast<long long>(d.rounds), static_cast<long long>(d.drafted), static_cast<long long>(d.accepted),
+                 result.drafter.c_str(), static_cast<long long>(d.rounds), static_cast<long long>(d.drafted), static_cast<long long>(d.accepted),
                  d.acceptance_length());
   }
   return Status::ok();

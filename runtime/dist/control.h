@@ -46,7 +46,7 @@ class Control final : private LinkObserver {
   Status broadcast(FrameType type, const std::vector<uint8_t>& payload);
   // Rank 0: the link to follower `rank` (1..world-1); a follower: the link to rank 0 (`rank` 0).
   Link& link(int rank);
-  // A follower: rank 0's next command (RunPhase, ResetSlot, RoundPlan or Stop).
+  // A follower: rank 0's next command (RoundPlan or Stop; follow_rounds refuses any other).
   Result<Frame> next_command();
 
   // Every rank at the same point after the agreement: rank 0 sends `id` (its communicator's unique

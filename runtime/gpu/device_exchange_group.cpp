@@ -24,7 +24,6 @@ Result<std::string> GroupExchange::join(int rank, CUstream stream, std::vector<P
   auto built = std::make_unique<GroupPhaseGraphs>(driver_, phases_, std::move(sum));
   DSV41_TRY(built->build(graphs));
   graphs_ = std::move(built);
-  graphs_built_ = true;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const size_t phases_count = phases.size();
   if (!graphs)
@@ -55,7 +54,7 @@ Status GroupExchange::run(int rank, size_t index) {
   }
   // The last to arrive: every other rank waits here until the run is over.
   arrived_ = 0;
-  if (!graphs_built_) return Status::error("exchange group: the ranks' graphs were not built (a rank failed to boot)");
+  if (!graphs_) return Status::error("exchange group: the ranks' graphs were not built (a rank failed to boot)");
   lock.unlock();
   const Status status = graphs_->run(index);
   lock.lock();

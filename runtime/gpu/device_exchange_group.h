@@ -46,7 +46,6 @@ class GroupExchange final : public DeviceExchange {
   std::vector<CUstream> streams_;                 // each rank's own (its staging)
   std::vector<std::vector<PhaseGraphs>*> phases_;  // each rank's bound phases
   int joined_ = 0;
-  bool graphs_built_ = false;
   std::unique_ptr<GroupPhaseGraphs> graphs_;
   int arrived_ = 0;
   size_t phase_ = 0;

@@ -96,7 +96,7 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
                      gib(layout.arena_bytes + layout.statics_bytes));
   out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "error words", "-", gib(layout.error_bytes));
   if (layout.exchange_bytes > 0)
-    out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "exchange staging (NCCL)", "-", gib(layout.exchange_bytes));
+    out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "exchange staging", "-", gib(layout.exchange_bytes));
   if (layout.engram_bytes > 0) {
     out += fmt::format("  {:<24} {:>12.3f} {:>12}  (host, mapped: once per host)\n", "Engram tables",
                        gib(l->weights_host()), "-");

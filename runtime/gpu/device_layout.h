@@ -35,7 +35,7 @@ struct DeviceLayout {
   uint64_t arena_bytes = 0;    // the largest phase arena: phases of a rank run one at a time
   uint64_t statics_bytes = 0;  // the largest phase's statics block
   uint64_t error_bytes = 0;    // one int32 word per call of the largest phase
-  uint64_t exchange_bytes = 0; // captured exchanges only (NCCL): the largest exchange's all-gathered partials
+  uint64_t exchange_bytes = 0; // captured exchanges only (NCCL, or the device copies between rank threads on one GPU): the largest exchange's all-gathered partials
   // Engram (runtime/gpu/engram_step.h): a step's table rows and their ids on the device; the pinned
   // host buffer they are gathered into; the bytes copied per phase row.
   uint64_t engram_bytes = 0, engram_pinned_bytes = 0, engram_copy_per_row = 0;

@@ -49,14 +49,7 @@ Result<GenerateResult> on_cuda(GenerateOptions o, bool eager, std::FILE* log,
   return generate_on_cuda(std::move(o), cuda);
 }
 
-class CudaEngram : public ::testing::Test {
- protected:
-  void SetUp() override {
-    device_ = open_test_device();
-    if (!device_.driver) GTEST_SKIP() << device_.skip;
-  }
-  TestDevice device_;
-};
+using CudaEngram = DeviceTest;
 
 TEST_F(CudaEngram, CheckModeMatchesTheCpuAtEveryStepAndGraphsEqualEagerAtWorldsOneToFour) {
   test::TempDir dir("cuda_engram");
