@@ -21,6 +21,11 @@ constexpr int kGemvGroup = 16;  // columns of one warp group (the MMA's M)
 constexpr int kGemvCols = 2;    // columns the CUDA-core body reads side by side (an x chunk serves both)
 constexpr int kGemvWarps = 8;
 constexpr int kGemvTargetBlocks = 264;  // two blocks per H200 SM: split K until the grid has this many
+// At most this many rows, BF16 weights take the CUDA-core body with whole-warp loads (512 contiguous bytes
+// of one weight row a load, four loads in flight a lane) instead of the MMA tiles, whose loads touch 8
+// weight rows 64 bytes each: 1 row of BF16 streamed at 60% of the roofline on tensor cores against 79%
+// on CUDA cores (docs/perf.md). With a few rows the FMAs are cheap; above that the MMA's reuse wins.
+constexpr int kGemvFewRows = 4;
 
 // Warps sharing one column group (1, 2, 4 or 8): the fewest that give kGemvTargetBlocks blocks.
 __device__ constexpr int gemv_split(long long columns) {
@@ -44,10 +49,8 @@ __device__ constexpr int chunk_elems(int fmt) {
 // Chunk c of weight row `row` (n logical columns) as raw bytes.
 template <int FMT>
 __device__ __forceinline__ uint4 load_chunk(Weight w, long long row, long long n, long long c) {
-  constexpr int E = chunk_elems(FMT);
   const long long row_bytes = FMT == WF_BF16 ? n * 2 : FMT == WF_FP4_ROW32 ? n / 2 : n;
   const uint4* p = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(w.data) + row * row_bytes) + c;
-  (void)E;
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -58,15 +61,8 @@ __device__ __forceinline__ uint4 load_chunk(Weight w, long long row, long long n
 // The multiplier of chunk c's sum: the UE8M0 scale, times the power of two the codes were decoded without.
 template <int FMT>
 __device__ __forceinline__ float chunk_scale(Weight w, long long row, long long n, long long c) {
-  if constexpr (FMT == WF_BF16) {
-    return 1.0f;
-  } else if constexpr (FMT == WF_FP8_TILE32) {
-    return e8m0_to_float(w.scales[(row >> 5) * ((n + 31) >> 5) + ((c * 16) >> 5)]);
-  } else if constexpr (FMT == WF_FP8_ROW32) {
-    return e8m0_to_float(w.scales[(row * n + c * 16) >> 5]);
-  } else {
-    return e8m0_to_float(w.scales[row * (n >> 5) + c]);
-  }
+  if constexpr (FMT == WF_BF16) return 1.0f;
+  else return e8m0_to_float(w.scales[scale_index<FMT>(row, c * chunk_elems(FMT), n)]);
 }
 // The decoded values below are code·2^-kUnscale; the chunk sum is multiplied back before the scale
 // (two multiplies: a scale near 2^127 must not overflow the product of both).
@@ -169,10 +165,13 @@ __device__ __forceinline__ void gemv_store(Rows rows, Statics statics, Scratch o
 
 // The CUDA-core body: the warp's column group two columns at a time, each pair over the warp's K
 // slice; column c reads weight row c, whose n inputs are x[r, x0_of(c) .. + n). Partials into red.
-template <int dtype_x, int format_w, class X0>
+// RB: the rows it serves (the tile's first RB; kGemvRows, or kGemvFewRows when the phase has no more);
+// U: chunks a lane keeps in flight per column.
+template <int dtype_x, int format_w, int RB, int U, class X0>
 __device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of, Weight w,
                                            long long n, long long columns, int split, float* red) {
-  constexpr int E = chunk_elems(format_w), RB = kGemvRows, NC = kGemvCols;
+  static_assert(RB >= 1 && RB <= kGemvRows && U >= 1, "gemv_block: rows 1..kGemvRows, U >= 1");
+  constexpr int E = chunk_elems(format_w), NC = kGemvCols;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long long row0 = static_cast<long long>(blockIdx.x) * RB;
   const int group = warp / split, slice = warp % split;
@@ -181,7 +180,6 @@ __device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x
 #pragma unroll
   for (int r = 0; r < RB; ++r) active[r] = r < nr && row_slot(statics, row0 + r) >= 0;
   const long long chunks = n / E;
-  constexpr int U = 2;  // chunks a lane keeps in flight per column
   const long long stride = 32ll * split;
   for (int pair = 0; pair < kGemvGroup / NC; ++pair) {
     const long long col0 =
@@ -253,7 +251,7 @@ __device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x
       for (int r = 0; r < RB; ++r) {
         if (r >= nr) break;
         const float v = warp_sum(acc[j][r]);
-        if (lane == 0) red[(warp * kGemvGroup + pair * NC + j) * RB + r] = v;
+        if (lane == 0) red[(warp * kGemvGroup + pair * NC + j) * kGemvRows + r] = v;
       }
   }
 }

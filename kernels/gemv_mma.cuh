@@ -99,11 +99,9 @@ __device__ __forceinline__ void weight_words(Weight w, long long row, long long 
   if constexpr (FMT == WF_BF16) {
     words[0] = raw.x, words[1] = raw.y, words[2] = raw.z, words[3] = raw.w;
   } else if constexpr (FMT == WF_FP4_ROW32) {
-    fp4_to_bf16(raw, bf16_scale(w.scales[row * (n >> 5) + c], 126u), words);
+    fp4_to_bf16(raw, bf16_scale(w.scales[scale_index<FMT>(row, c * 32, n)], 126u), words);
   } else {
-    const long long si =
-        FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + ((c * 16) >> 5) : (row * n + c * 16) >> 5;
-    fp8_to_bf16(raw, bf16_scale(w.scales[si], 120u), words);
+    fp8_to_bf16(raw, bf16_scale(w.scales[scale_index<FMT>(row, c * 16, n)], 120u), words);
   }
 }
 
@@ -121,21 +119,26 @@ __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, in
   const long long c0 = gcol + g < columns ? gcol + g : columns - 1,
                   c1 = gcol + g + 8 < columns ? gcol + g + 8 : columns - 1;
   const long long xr0 = g < nrows ? xrow(g) : -1, xr1 = g + 8 < nrows ? xrow(g + 8) : -1;
-  const long long chunks = n / E, blocks = (chunks + 3) / 4;  // K blocks of 4 chunks, one a lane
-  for (long long kb = slice; kb < blocks; kb += static_cast<long long>(split) * U) {
+  // K blocks of 4 chunks, one a lane. Where every slice has U blocks to take, a slice takes U consecutive
+  // blocks a pass, so each weight row's loads of one pass are 64·U contiguous bytes (whole sectors, few
+  // DRAM pages); short rows interleave the slices block by block instead, so every slice has work.
+  const long long chunks = n / E, blocks = (chunks + 3) / 4;
+  const bool runs = blocks >= static_cast<long long>(split) * U;
+  const long long first = runs ? static_cast<long long>(slice) * U : slice, apart = runs ? 1 : split;
+  for (long long kb = first; kb < blocks; kb += static_cast<long long>(split) * U) {
     uint4 ra[U], rb[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const long long chunk = (kb + u * split) * 4 + t;
+      const long long chunk = (kb + u * apart) * 4 + t;
       ra[u] = rb[u] = make_uint4(0, 0, 0, 0);
-      if (kb + u * split < blocks && chunk < chunks) {
+      if (kb + u * apart < blocks && chunk < chunks) {
         ra[u] = load_chunk<FMT>(w, c0, n, chunk);
         rb[u] = load_chunk<FMT>(w, c1, n, chunk);
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const long long k = kb + u * split, chunk = k * 4 + t;
+      const long long k = kb + u * apart, chunk = k * 4 + t;
       if (k >= blocks) break;
       const bool valid = chunk < chunks;
       unsigned wa[W], wb[W];

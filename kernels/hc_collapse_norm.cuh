@@ -2,7 +2,7 @@
 // row, h = b(Σ_s pre[s]·x[s]) (fp32 sum over the streams in order, rounded when out is BF16, pre =
 // mix columns [0, S)), out = b(h·(mean(h²) + eps)^−½·norm); inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp): block 256 threads, grid (R, G): G = splits() blocks per row at
+// Launch (common/kernel_launch_hc.cpp): block 256 threads, grid (R, G): G = kNormSplits blocks per row at
 // decode (R ≤ kNormRows), else one block per row. One block a row: each thread owns the columns
 // d ≡ threadIdx.x (mod 256) and forms h[d] twice (once for the block-wide sum of squares, once for the
 // output; the same fp32 operations, so the same bits) instead of keeping the row in shared memory.
@@ -14,7 +14,7 @@
 // op tests' tolerances, as the block-wide sum already was). No dynamic shared memory.
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "last_block.cuh"
 
 namespace dsv41k {
 namespace hc_collapse_norm_detail {
@@ -61,7 +61,6 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   __shared__ float red[32];
   __shared__ float pre[S];
   __shared__ float total;
-  __shared__ int last;
   const long long r = blockIdx.x;
   if (r >= rows) return;
   const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
@@ -99,14 +98,8 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   const float part = block_sum(sq, red);
   float* squares = g_squares + r * kNormSplits;
   if (tid == 0) squares[g] = part;
-  __threadfence();  // this block's h and sum, visible before it counts itself
-  __syncthreads();
-  if (tid == 0) last = atomicAdd(&g_finished[r], 1u) == static_cast<unsigned>(G - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
   if (tid == 0) {
-    g_finished[r] = 0u;  // for the next launch
     float t = 0.0f;
     for (int s = 0; s < G; ++s) t += __ldcg(squares + s);
     total = t;

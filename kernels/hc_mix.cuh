@@ -3,7 +3,7 @@
 // pre = sigmoid(scale₀·m + base) + hc_eps, post = 2·sigmoid(scale₁·m + base),
 // C = scale₂·m + base followed by the Sinkhorn passes; out F32 [R, M]. Inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R, G): G = splits() blocks
+// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R, G): G = kMixSplits blocks
 // per row at decode (R ≤ kMixRows), each summing a slice of the row's S·D inputs (whole vectors of
 // four), else one block per row. A block walks its inputs in passes of up to kCols columns of fn
 // (threads strided over the inputs four at a time, one vector load of fn per column), reduces each
@@ -14,7 +14,7 @@
 // order and rounding points of runtime/cpu/ops_hc.cpp. No dynamic shared memory.
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "last_block.cuh"
 
 namespace dsv41k {
 namespace hc_mix_detail {
@@ -22,7 +22,6 @@ constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMixRows = 16;    // phases of at most this many rows split a row over blocks
 constexpr int kMixSplits = 16;  // blocks per split row
-__device__ constexpr long long splits(long long rows) { return rows >= 1 && rows <= kMixRows ? kMixSplits : 1; }
 
 #ifndef DSV41_CONTRACT_SCAN
 // A split launch's sums, [row][split][the M column sums, then Σx²], and each row's finished blocks.
@@ -135,7 +134,6 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   __shared__ float part[kWarps * kCols];
   __shared__ float m[M];
   __shared__ float sumsq;
-  __shared__ int last;
   __shared__ float result[M];  // pre, post, then the comb
   const long long r = blockIdx.x;
   if (r >= rows) return;
@@ -194,13 +192,7 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     // Hand this slice's sums over; the row's last block adds every slice's, in slice order.
     float* table = g_sums<M> + static_cast<long long>(r) * kMixSplits * (M + 1);
     for (int i = tid; i <= M; i += kThreads) table[g * (M + 1) + i] = i < M ? m[i] : sumsq;
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(&g_finished[r], 1u) == static_cast<unsigned>(G - 1);
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    if (tid == 0) g_finished[r] = 0u;  // for the next launch
+    if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
     for (int i = tid; i <= M; i += kThreads) {
       float t = 0.0f;
       for (int s = 0; s < G; ++s) t += __ldcg(table + s * (M + 1) + i);

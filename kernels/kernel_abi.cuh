@@ -100,6 +100,17 @@ __device__ __forceinline__ float e2m1_to_float(unsigned nibble) {
   return (nibble & 8u) ? -magnitude : magnitude;
 }
 
+// The index of the UE8M0 scale of element (row, col) of a weight matrix of FMT with `cols` logical
+// columns: one per 32x32 tile (FP8_TILE32), one per 32 consecutive elements of a row (FP4_ROW32: cols is
+// a multiple of 32) or of the flat matrix (FP8_ROW32). The one formula of the decoders that take scales.
+template <int FMT>
+__device__ __forceinline__ long long scale_index(long long row, long long col, long long cols) {
+  static_assert(FMT == WF_FP8_TILE32 || FMT == WF_FP4_ROW32 || FMT == WF_FP8_ROW32, "a format with scales");
+  if constexpr (FMT == WF_FP8_TILE32) return (row >> 5) * ((cols + 31) >> 5) + (col >> 5);
+  else if constexpr (FMT == WF_FP4_ROW32) return row * (cols >> 5) + (col >> 5);
+  else return (row * cols + col) >> 5;
+}
+
 // Element (row, col) of a weight matrix of FMT with `cols` logical columns, as fp32: code × scale,
 // one rounding (exact unless the product is subnormal, as on the CPU).
 template <int FMT>
@@ -112,13 +123,13 @@ __device__ __forceinline__ float weight_at(Weight w, long long row, long long co
     return bf16_bits_to_float(static_cast<const unsigned short*>(w.data)[i]);
   } else if constexpr (FMT == WF_FP8_TILE32) {
     const float code = e4m3_to_float(static_cast<const unsigned char*>(w.data)[i]);
-    return __fmul_rn(code, e8m0_to_float(w.scales[(row >> 5) * ((cols + 31) >> 5) + (col >> 5)]));
+    return __fmul_rn(code, e8m0_to_float(w.scales[scale_index<FMT>(row, col, cols)]));
   } else if constexpr (FMT == WF_FP4_ROW32) {
     const unsigned byte = static_cast<const unsigned char*>(w.data)[i >> 1];  // cols is even: i's parity is col's
-    return __fmul_rn(e2m1_to_float((col & 1) ? byte >> 4 : byte & 15u), e8m0_to_float(w.scales[i >> 5]));
+    return __fmul_rn(e2m1_to_float((col & 1) ? byte >> 4 : byte & 15u), e8m0_to_float(w.scales[scale_index<FMT>(row, col, cols)]));
   } else {
     const float code = e4m3_to_float(static_cast<const unsigned char*>(w.data)[i]);
-    return __fmul_rn(code, e8m0_to_float(w.scales[i >> 5]));
+    return __fmul_rn(code, e8m0_to_float(w.scales[scale_index<FMT>(row, col, cols)]));
   }
 }
 // FP8 elements col0 .. col0 + 3 of one row from one 4-byte load of their codes and one scale (4
@@ -130,8 +141,7 @@ __device__ __forceinline__ void fp8_weight_vec(Weight w, long long row, long lon
   static_assert(FMT == WF_FP8_TILE32 || FMT == WF_FP8_ROW32, "fp8_weight_vec reads FP8 codes");
   const long long i = row * cols + col0;
   const unsigned q = *reinterpret_cast<const unsigned*>(static_cast<const unsigned char*>(w.data) + i);
-  const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((cols + 31) >> 5) + (col0 >> 5) : i >> 5;
-  const float s = e8m0_to_float(w.scales[si]);
+  const float s = e8m0_to_float(w.scales[scale_index<FMT>(row, col0, cols)]);
 #pragma unroll
   for (int k = 0; k < kFp8Vector; ++k) v[k] = __fmul_rn(e4m3_to_float((q >> (8 * k)) & 0xFFu), s);
 }

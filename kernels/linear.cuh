@@ -17,8 +17,9 @@ namespace linear_detail {
 constexpr int kRowsPerWarp = 4;
 
 // Whether a product compiles the tiled path above kGemvRows rows: bf16 x, a format the tile loader
-// decodes, K (n) of whole kBK steps, and every 128-column tile reading one x range (`group_cols`
-// columns share one: a multiple of kBN, or the whole width). common/kernel_launch_products.cpp: the same.
+// decodes, K (n) of whole kBK steps, and every 128-column tile reading one x range (one_x_range: linear
+// always; grouped_linear when its groups are whole 128-column tiles or there is one group).
+// common/kernel_launch_products.cpp decides the same.
 __device__ constexpr bool tiled_takes(int dtype_x, int format_w, long long n, bool one_x_range) {
   return dtype_x == DT_BF16 && gemm_tile::tile_takes(format_w) && n % gemm_tile::kBK == 0 && one_x_range;
 }
@@ -131,9 +132,10 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
 }
 
 // One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
-// BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX), else the CUDA-core body
-// (not compiled where the tensor-core body takes the variant: NVRTC time), else (f32 weights, rows not
-// of whole 16-byte chunks, unaligned buffers) the warp-per-column loop.
+// BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX) but for BF16 weights at
+// kGemvFewRows rows or fewer, which stream faster on CUDA cores; else the CUDA-core body (compiled for
+// the tensor-core variants only with BF16 weights: NVRTC time), else (f32 weights, rows not of whole
+// 16-byte chunks, unaligned buffers) the warp-per-column loop.
 // kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs.
 template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
@@ -154,10 +156,17 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
                                                  split);
     return;
   }
-  if constexpr (mma_takes(dtype_x, format_w) && kGroupX)
-    gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
-  else
-    gemv_block<dtype_x, format_w>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+  if constexpr (mma_takes(dtype_x, format_w) && kGroupX) {
+    bool few = false;
+    if constexpr (format_w == WF_BF16) {
+      few = rows <= kGemvFewRows;
+      if (few)
+        gemv_block<dtype_x, format_w, kGemvFewRows, 4>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+    }
+    if (!few) gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
+  } else {
+    gemv_block<dtype_x, format_w, kGemvRows, 2>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+  }
   gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
 }
 #endif

@@ -19,7 +19,7 @@
 // read element by element (group8_dot). Top-k: K warp-wide arg-max passes.
 #pragma once
 
-#include "kernel_abi.cuh"
+#include "last_block.cuh"
 
 namespace dsv41k {
 namespace router_detail {
@@ -29,12 +29,6 @@ constexpr int kRouterRows = 16;  // phases of at most this many rows split a row
 constexpr int kParts = 4;        // cp.async groups a gate row is copied in
 __device__ constexpr long long stage_row(long long d) { return d + 8; }  // bf16; the four rows in other banks
 __device__ constexpr long long static_shared_bytes(long long e) { return 9 * e + 512; }
-__device__ constexpr long long dynamic_shared_bytes(long long d) {
-  return 4 * ((d + 3) / 4 * 4) + 4 * 2 * stage_row(d);
-}
-__device__ constexpr long long groups(long long rows, long long experts) {
-  return rows >= 1 && rows <= kRouterRows ? (experts + kExpertsPerBlock - 1) / kExpertsPerBlock : 1;
-}
 
 #ifndef DSV41_CONTRACT_SCAN
 // A split launch's scores, [row][σ of E, then σ + bias of E], and each row's count of finished blocks.
@@ -126,7 +120,6 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   __shared__ float red_v[32];
   __shared__ int red_i[32];
   __shared__ int order[K];
-  __shared__ int last;
 
   const long long r = blockIdx.x;
   if (r >= rows) return;
@@ -178,13 +171,7 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       table[e] = score[e];
       table[E + e] = biased[e];
     }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&g_finished[r], 1u) == static_cast<unsigned>(G - 1);
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    if (threadIdx.x == 0) g_finished[r] = 0u;  // for the next launch
+    if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
     for (int e = threadIdx.x; e < E; e += blockDim.x) {
       score[e] = __ldcg(table + e);
       biased[e] = __ldcg(table + E + e);
