@@ -247,8 +247,16 @@ std::string variant_source(const Variant& variant, int64_t threads_per_block) {
                          t.name.rfind("dtype_", 0) == 0 || t.name.rfind("format_", 0) == 0
                              ? std::to_string(t.value)
                              : std::to_string(t.value) + "LL");
+  // Programmatic dependent launch (runtime/gpu/kernel_launcher.cpp): the kernel may start while the
+  // previous one drains, so it waits for that one's completion (and memory) before its entry reads or
+  // writes anything, then lets the next kernel start as its own blocks finish. Without the launch
+  // attribute, or before sm_90, both are no-ops.
   return fmt::format(
       "// dsv41 variant {}\n#include \"{}.cuh\"\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
+      "#if __CUDA_ARCH__ >= 900\n"
+      "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+      "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+      "#endif\n"
       "  dsv41k::entry::{}<{}>({});\n}}\n",
       variant.key, variant.op, threads_per_block, variant.entry, params, variant.op, targs, forwards);
 }

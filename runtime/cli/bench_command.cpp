@@ -115,6 +115,9 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_flag("--alone", f->options.alone,
                 "run one rank of a bigger world by itself: its own compute with exchanges that have no peer (no "
                 "logits are claimed)");
+  cmd->add_flag("--no-pdl{false}", f->options.programmatic_launch,
+                "launch the kernels without programmatic dependent launch (each kernel then starts only after the "
+                "previous one has finished; by default the next one is scheduled while the previous drains)");
   cmd->add_option("--roofline-mib", f->options.roofline_mib, "the streaming-read buffer, MiB (far above the L2 cache)")
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "print one JSON object per program (JSON Lines) instead of tables");

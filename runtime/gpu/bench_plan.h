@@ -30,6 +30,7 @@ struct BenchOptions {
   double phase_seconds = 10;               // fewer replays when one would run past this (at least 3)
   bool per_op = false;                     // a per-call time table from an eager pass
   bool alone = false;                      // a rank of a bigger world run by itself (no peers)
+  bool programmatic_launch = true;         // programmatic dependent launch between kernels (--no-pdl: off)
   int64_t roofline_mib = 4096;             // the streaming-read buffer
   std::FILE* progress = stderr;            // boot and per-phase progress; nullptr: quiet
   // One rank of a world of rank processes (bench --master; runtime/gpu/bench_rank.h): the session

@@ -11,6 +11,7 @@
 
 #include "common/model_config.h"
 #include "common/program_calls.h"
+#include "runtime/gpu/programmatic_launch.h"
 #include "common/program_file.h"
 #include "runtime/gpu/bench_events.h"
 #include "runtime/gpu/device_exchange.h"
@@ -189,6 +190,7 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   session_options.model_dir = o.model_dir;
   session_options.synthetic_seed = o.synthetic_seed;
   session_options.alone = o.alone;
+  set_programmatic_launch(o.programmatic_launch);
   session_options.load.progress = o.progress;
   say(o, "booting rank {} of world {}{} ({})", p.rank(), p.world(), o.alone ? ", alone" : "", report.weights);
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session, GpuSession::create(file, session_options, *driver, exchange));

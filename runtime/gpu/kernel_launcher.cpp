@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/gpu/programmatic_launch.h"
+
 namespace dsv41::gpu {
 namespace {
 
@@ -181,6 +183,26 @@ Status KernelLauncher::launch(int32_t kernel, const Call& call, const CallEnv& e
     k.max_dynamic_shared = l.dynamic_shared;
   }
   DSV41_ASSIGN_OR_RETURN(KernelParams params, marshal_params(call, env, bindings));
+  if (const LaunchKernelEx launch_ex = programmatic_launch()) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = static_cast<unsigned>(l.grid[0]);
+    config.gridDimY = static_cast<unsigned>(l.grid[1]);
+    config.gridDimZ = static_cast<unsigned>(l.grid[2]);
+    config.blockDimX = static_cast<unsigned>(l.block);
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = static_cast<unsigned>(l.dynamic_shared);
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return driver_.check(
+        launch_ex(&config, k.function, params.pointers(), nullptr),
+        fmt::format("cuLaunchKernelEx(kernel {}, op {}, grid {}x{}x{}, block {}, dynamic shared {}, static shared {}, "
+                    "programmatic stream serialization)",
+                    k.name, call.op, l.grid[0], l.grid[1], l.grid[2], l.block, l.dynamic_shared, k.static_shared));
+  }
   return driver_.check(
       driver_.cuLaunchKernel(k.function, static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
                              static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block), 1, 1,

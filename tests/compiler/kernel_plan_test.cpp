@@ -188,6 +188,10 @@ TEST(KernelPlan, VariantSourceIsAnIncludePlusOneExternCInstantiation) {
   EXPECT_NE(source.find("extern \"C\" __global__ void __launch_bounds__(256) dsv41_0123456789abcdef("), std::string::npos)
       << source;
   EXPECT_NE(source.find("dsv41k::entry::linear<64LL, 1, 3, 0>("), std::string::npos) << source;
+  // Programmatic dependent launch: the wait comes before the entry touches memory.
+  const size_t wait = source.find("griddepcontrol.wait;");
+  EXPECT_NE(wait, std::string::npos) << source;
+  EXPECT_LT(wait, source.find("dsv41k::entry::linear<")) << source;
 }
 
 // A weight list binds one format: experts stored differently cannot share a variant.
