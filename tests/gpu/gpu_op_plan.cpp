@@ -78,6 +78,15 @@ const fs::path& scratch_dir() {
   return dir;
 }
 
+bool filter_takes(const std::string& key) {
+  const char* filter = env_text("DSV41_GPU_FILTER");
+  if (!filter) return true;
+  std::stringstream texts(filter);
+  for (std::string text; std::getline(texts, text, '|');)
+    if (!text.empty() && key.find(text) != std::string::npos) return true;
+  return false;
+}
+
 std::string row_class(const std::string& op, int64_t rows) {
   // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows, kernels/hc_mix.cuh kMixRows and
   // kernels/hc_collapse_norm.cuh kNormRows: a row's work split over blocks, merged by its last block (a

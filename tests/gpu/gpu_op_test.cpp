@@ -17,7 +17,7 @@
 // must also lie within one bf16 step of the CPU's (tests/gpu/gpu_op_steps.h).
 //
 // Environment: DSV41_GPU_SEED=N reruns with a given run seed (printed, and named in every failure);
-// DSV41_GPU_FILTER=text checks only keys containing text; DSV41_GPU_DRY=1 runs everything but the GPU
+// DSV41_GPU_FILTER=text checks only keys containing text (several: 'a|b'); DSV41_GPU_DRY=1 runs everything but the GPU
 // (planning, inputs, CPU ops) on a machine without a driver; DSV41_GPU_SELFTEST=1 flips one bit of
 // every GPU output before comparing (every variant must then fail: the comparisons are live); DSV41_SOURCE_DIR overrides the source
 // tree holding fixtures/; DSV41_CACHE is the NVRTC cache folder.

@@ -1,7 +1,9 @@
 // tests/gpu/gpu_speed_test.cpp — the linear kernels against the roofline: release-size linears (the
-// attention projections and the output projection) at 1, 8 and 16 decode rows with the weight in each
-// stored format, each timed in a CUDA graph over enough weight copies that they do not stay in L2, and
-// compared with the device's read bandwidth measured by a streaming-read kernel in the same run.
+// attention projections, the output projection, the vocabulary head at worlds 1 and 4) at 1, 4, 8 and
+// 16 decode rows with the weight in each stored format (the head: BF16, as stored), each timed in a CUDA
+// graph over enough weight copies that they do not stay in L2 (launched without programmatic dependent
+// launch: the kernel's own time), and compared with the device's read bandwidth measured by a
+// streaming-read kernel in the same run.
 // Runs only with DSV41_GPU_BENCH=1 (a measurement, not a check; docs/perf.md records it).
 #include <cstdio>
 #include <vector>
@@ -10,6 +12,7 @@
 
 #include "common/kernel_launch.h"
 #include "compiler/kernels/kernel_build.h"
+#include "runtime/gpu/programmatic_launch.h"
 #include "tests/gpu/gpu_format_variants.h"
 #include "tests/gpu/gpu_op_device.h"
 #include "tests/gpu/gpu_op_plan.h"
@@ -22,11 +25,14 @@ namespace {
 struct Shape {
   const char* what;
   int64_t in, out;
+  bool bf16_only = false;  // the head: stored BF16 in every pack
 };
-// Release shapes at world 1: wq_a, wq_b, the output projection wo_b, and a wide square-ish product.
-const std::vector<Shape> kShapes = {
-    {"wq_a", 5120, 1280}, {"wq_b", 1280, 32768}, {"wo_b", 8192, 5120}, {"5120x8192", 5120, 8192}};
-const std::vector<int64_t> kRowCounts = {1, 8, 16};
+// Release shapes at world 1: wq_a, wq_b, the output projection wo_b, a wide square-ish product, and the
+// head (129280 vocabulary rows; a quarter at world 4).
+const std::vector<Shape> kShapes = {{"wq_a", 5120, 1280},         {"wq_b", 1280, 32768},
+                                    {"wo_b", 8192, 5120},         {"5120x8192", 5120, 8192},
+                                    {"head/4", 5120, 32320, true}, {"head", 5120, 129280, true}};
+const std::vector<int64_t> kRowCounts = {1, 4, 8, 16};
 constexpr size_t kBeyondL2 = size_t{512} << 20;  // the weight copies a graph cycles through
 constexpr int kCallsPerGraph = 60;
 
@@ -57,9 +63,10 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
   if (!b.skip.empty()) GTEST_SKIP() << b.skip;
   ASSERT_TRUE(b.error.empty()) << b.error;
   gpu::CudaDriver& d = *b.driver;
-  const std::vector<WeightFormat> formats = {WeightFormat::BF16, WeightFormat::FP8Tile32, WeightFormat::FP4Row32};
+  const std::vector<WeightFormat> all_formats = {WeightFormat::BF16, WeightFormat::FP8Tile32, WeightFormat::FP4Row32};
   constexpr int64_t kMaxRows = 16;
   gpu::KernelLauncher launcher(d);
+  gpu::set_programmatic_launch(false);
   Rng rng(7);
   std::vector<int32_t> statics;
   for (int64_t r = 0; r < kMaxRows; ++r)
@@ -67,6 +74,8 @@ TEST(GpuSpeed, LinearAgainstTheStreamingReadRoofline) {
   auto st = gpu::DeviceBuffer::from_host(d, statics.data(), statics.size() * 4);
   ASSERT_TRUE(st.is_ok());
   for (const Shape& shape : kShapes) {
+    const std::vector<WeightFormat> formats =
+        shape.bf16_only ? std::vector<WeightFormat>{WeightFormat::BF16} : all_formats;
     Call call;
     call.op = "linear";
     call.constants = {{"in_features", shape.in}, {"out_features", shape.out}};
