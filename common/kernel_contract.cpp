@@ -247,18 +247,25 @@ std::string variant_source(const Variant& variant, int64_t threads_per_block) {
                          t.name.rfind("dtype_", 0) == 0 || t.name.rfind("format_", 0) == 0
                              ? std::to_string(t.value)
                              : std::to_string(t.value) + "LL");
-  // Programmatic dependent launch (runtime/gpu/kernel_launcher.cpp): the kernel may start while the
-  // previous one drains, so it waits for that one's completion (and memory) before its entry reads or
-  // writes anything, then lets the next kernel start as its own blocks finish. Without the launch
-  // attribute, or before sm_90, both are no-ops.
+  // The minimum blocks an SM (__launch_bounds__'s second argument, capping registers): an op's header may
+  // define DSV41_MIN_BLOCKS(its template arguments) (kernels/linear.cuh); else 0, the compiler's choice
+  // (as without the argument; 1 is not: it let the FP4 experts take 141 registers instead of 128, one
+  // block an SM instead of two, docs/perf.md branch fuse).
+  // Programmatic dependent launch (runtime/gpu/kernel_launcher.cpp): the kernel may be launched before
+  // the previous one has completed, so it waits for that one's completion (and memory) before its entry
+  // reads or writes anything. It triggers its dependents only implicitly, as its blocks exit: with an
+  // early griddepcontrol.launch_dependents decode.r8 of the bench fixture took 3.32 ms against 3.16 ms
+  // without PDL (docs/perf.md; probably the next kernel's blocks filling the SMs unevenly as they freed
+  // up, for grids sized to the SM count). Without the launch attribute, or before sm_90, it is a no-op.
   return fmt::format(
-      "// dsv41 variant {}\n#include \"{}.cuh\"\nextern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
+      "// dsv41 variant {}\n#include \"{}.cuh\"\n"
+      "#ifndef DSV41_MIN_BLOCKS\n#define DSV41_MIN_BLOCKS(...) 0\n#endif\n"
+      "extern \"C\" __global__ void __launch_bounds__({}, DSV41_MIN_BLOCKS({})) {}({}) {{\n"
       "#if __CUDA_ARCH__ >= 900\n"
       "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-      "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
       "#endif\n"
       "  dsv41k::entry::{}<{}>({});\n}}\n",
-      variant.key, variant.op, threads_per_block, variant.entry, params, variant.op, targs, forwards);
+      variant.key, variant.op, threads_per_block, targs, variant.entry, params, variant.op, targs, forwards);
 }
 
 }  // namespace dsv41

@@ -23,9 +23,13 @@ constexpr int kGemvWarps = 8;
 constexpr int kGemvTargetBlocks = 264;  // two blocks per H200 SM: split K until the grid has this many
 // At most this many rows, BF16 weights take the CUDA-core body with whole-warp loads (512 contiguous bytes
 // of one weight row a load, four loads in flight a lane) instead of the MMA tiles, whose loads touch 8
-// weight rows 64 bytes each: 1 row of BF16 streamed at 60% of the roofline on tensor cores against 79%
-// on CUDA cores (docs/perf.md). With a few rows the FMAs are cheap; above that the MMA's reuse wins.
+// weight rows 64 bytes each: the 1.32 GB head at 1 row streamed at 91-94% of the roofline this way
+// (docs/perf.md, branch fuse). With a few rows the FMAs are cheap; above that the MMA's reuse wins.
 constexpr int kGemvFewRows = 4;
+// ... and only where the matrix has the columns to fill the GPU with little split-K (the head): with
+// split 8 a warp's K slice is a few chunks a lane and the MMA body streamed faster (wo_b 5120x8192, 1 row:
+// 57% against 70% of the roofline, docs/perf.md).
+constexpr int kGemvFewRowsSplit = 2;
 
 // Warps sharing one column group (1, 2, 4 or 8): the fewest that give kGemvTargetBlocks blocks.
 __device__ constexpr int gemv_split(long long columns) {

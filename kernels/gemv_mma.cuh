@@ -119,26 +119,21 @@ __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, in
   const long long c0 = gcol + g < columns ? gcol + g : columns - 1,
                   c1 = gcol + g + 8 < columns ? gcol + g + 8 : columns - 1;
   const long long xr0 = g < nrows ? xrow(g) : -1, xr1 = g + 8 < nrows ? xrow(g + 8) : -1;
-  // K blocks of 4 chunks, one a lane. Where every slice has U blocks to take, a slice takes U consecutive
-  // blocks a pass, so each weight row's loads of one pass are 64·U contiguous bytes (whole sectors, few
-  // DRAM pages); short rows interleave the slices block by block instead, so every slice has work.
-  const long long chunks = n / E, blocks = (chunks + 3) / 4;
-  const bool runs = blocks >= static_cast<long long>(split) * U;
-  const long long first = runs ? static_cast<long long>(slice) * U : slice, apart = runs ? 1 : split;
-  for (long long kb = first; kb < blocks; kb += static_cast<long long>(split) * U) {
+  const long long chunks = n / E, blocks = (chunks + 3) / 4;  // K blocks of 4 chunks, one a lane
+  for (long long kb = slice; kb < blocks; kb += static_cast<long long>(split) * U) {
     uint4 ra[U], rb[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const long long chunk = (kb + u * apart) * 4 + t;
+      const long long chunk = (kb + u * split) * 4 + t;
       ra[u] = rb[u] = make_uint4(0, 0, 0, 0);
-      if (kb + u * apart < blocks && chunk < chunks) {
+      if (kb + u * split < blocks && chunk < chunks) {
         ra[u] = load_chunk<FMT>(w, c0, n, chunk);
         rb[u] = load_chunk<FMT>(w, c1, n, chunk);
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const long long k = kb + u * apart, chunk = k * 4 + t;
+      const long long k = kb + u * split, chunk = k * 4 + t;
       if (k >= blocks) break;
       const bool valid = chunk < chunks;
       unsigned wa[W], wb[W];

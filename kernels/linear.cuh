@@ -16,6 +16,12 @@ namespace dsv41k {
 namespace linear_detail {
 constexpr int kRowsPerWarp = 4;
 
+// Blocks an SM that a variant's registers must allow: the second argument of the wrapper's
+// __launch_bounds__ (common/kernel_contract.cpp variant_source asks DSV41_MIN_BLOCKS, below). With bf16 x
+// every body fits 80 registers without spills (nvcc --resource-usage, sm_90a), three blocks of 8 warps an
+// SM instead of two; f32 x (check mode) would spill, so it keeps the compiler's choice (0: no minimum).
+__device__ constexpr int min_blocks(int dtype_x) { return dtype_x == DT_BF16 ? 3 : 0; }
+
 // Whether a product compiles the tiled path above kGemvRows rows: bf16 x, a format the tile loader
 // decodes, K (n) of whole kBK steps, and every 128-column tile reading one x range (one_x_range: linear
 // always; grouped_linear when its groups are whole 128-column tiles or there is one group).
@@ -133,7 +139,8 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
 
 // One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
 // BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX) but for BF16 weights at
-// kGemvFewRows rows or fewer, which stream faster on CUDA cores; else the CUDA-core body (compiled for
+// kGemvFewRows rows or fewer and wide matrices (split at most kGemvFewRowsSplit: the head), which stream
+// faster on CUDA cores; else the CUDA-core body (compiled for
 // the tensor-core variants only with BF16 weights: NVRTC time), else (f32 weights, rows not of whole
 // 16-byte chunks, unaligned buffers) the warp-per-column loop.
 // kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs.
@@ -159,7 +166,7 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
   if constexpr (mma_takes(dtype_x, format_w) && kGroupX) {
     bool few = false;
     if constexpr (format_w == WF_BF16) {
-      few = rows <= kGemvFewRows;
+      few = rows <= kGemvFewRows && split <= kGemvFewRowsSplit;
       if (few)
         gemv_block<dtype_x, format_w, kGemvFewRows, 4>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
     }
@@ -173,6 +180,8 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
 }  // namespace linear_detail
 
 namespace entry {
+
+#define DSV41_MIN_BLOCKS(in_features, dtype_x, format_w, dtype_out) dsv41k::linear_detail::min_blocks(dtype_x)
 
 template <long long in_features, int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out,

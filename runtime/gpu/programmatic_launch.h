@@ -7,10 +7,10 @@
 namespace dsv41::gpu {
 
 // Each launch of a program kernel (KernelLauncher::launch) then carries
-// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: a kernel may be scheduled while the previous one
-// on its stream drains, inside captured graphs too (a programmatic edge). It is safe because every
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: a kernel may be launched before the previous one
+// on its stream has completed, inside captured graphs too (a programmatic edge). It is safe because every
 // program kernel waits for its predecessor's completion and memory first (griddepcontrol.wait in the
-// wrapper that common/kernel_contract.cpp variant_source writes); what it saves is the gap between
+// wrapper that common/kernel_contract.cpp variant_source writes); what it can save is the gap between
 // kernels. Off: plain cuLaunchKernel (dsv41-rt bench --no-pdl; the kernel speed tests). A process-wide
 // switch, not a session option: it is a measurement knob, and the sessions of one process share a driver.
 void set_programmatic_launch(bool on);

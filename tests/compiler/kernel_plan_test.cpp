@@ -185,7 +185,9 @@ TEST(KernelPlan, VariantSourceIsAnIncludePlusOneExternCInstantiation) {
   v.entry = "dsv41_0123456789abcdef";
   const std::string source = variant_source(v, 256);
   EXPECT_NE(source.find("#include \"linear.cuh\""), std::string::npos) << source;
-  EXPECT_NE(source.find("extern \"C\" __global__ void __launch_bounds__(256) dsv41_0123456789abcdef("), std::string::npos)
+  EXPECT_NE(source.find("extern \"C\" __global__ void __launch_bounds__(256, DSV41_MIN_BLOCKS(64LL, 1, 3, 0)) "
+                        "dsv41_0123456789abcdef("),
+            std::string::npos)
       << source;
   EXPECT_NE(source.find("dsv41k::entry::linear<64LL, 1, 3, 0>("), std::string::npos) << source;
   // Programmatic dependent launch: the wait comes before the entry touches memory.

@@ -100,6 +100,9 @@ std::string row_class(const std::string& op, int64_t rows) {
   if (op == "index_select" || op == "router") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
   constexpr int64_t kDecodeRows = 16;  // kernels/moe_grouped.cuh kMoeRows, kernels/gemv.cuh kGemvRows
   if (op != "moe_experts" && op != "shared_expert" && op != "linear" && op != "grouped_linear") return "";
+  // kernels/gemv.cuh kGemvFewRows: BF16 products of wide matrices at 1-4 rows run the CUDA-core body.
+  constexpr int64_t kFewRows = 4;
+  if ((op == "linear" || op == "grouped_linear") && rows <= kFewRows) return " (decode rows 1-4)";
   // Above 16 rows the tiled tensor-core GEMMs (kernels/gemm_tile.cuh): whole 64-row tiles, a ragged
   // count, and a full prefill segment.
   if (rows <= kDecodeRows) return " (decode rows)";
