@@ -110,8 +110,9 @@ class KernelLauncher {
   // Launches `call` with kernel `kernel` on `stream` (null: the context's default stream), grid,
   // block and dynamic shared memory from call.launch. When the kernel's static shared memory plus
   // the launch's dynamic shared memory exceed the default 48 KiB, the kernel's dynamic shared
-  // memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) is raised first. Does not
-  // synchronise.
+  // memory limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) is raised first. With programmatic
+  // dependent launch on (runtime/gpu/programmatic_launch.h) it launches through cuLaunchKernelEx with
+  // programmatic stream serialization. Does not synchronise.
   Status launch(int32_t kernel, const Call& call, const CallEnv& env, const LaunchBindings& bindings,
                 CUstream stream = nullptr);
   Status launch(const Call& call, const CallEnv& env, const LaunchBindings& bindings, CUstream stream = nullptr) {
