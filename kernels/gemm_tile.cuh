@@ -10,6 +10,12 @@
 // which other rows share its tile). Two stages of shared memory (kGemmSmemBytes, dynamic): the next
 // K step's global loads are in flight while the current one runs on the tensor cores.
 // Warps: 2 (rows) x 4 (columns), each 32 x 32 of the tile = 2 x 4 mma.sync m16n8k16.
+//
+// Rows past the operands (a tile's rows beyond the caller's, its columns beyond the matrix) read the
+// last real row again instead of being skipped: their products land only in the tile's (i, j) that
+// the caller's epilogue drops, and the loads stay unconditional at valid addresses. A load guarded
+// by a null row pointer faulted on an H200 (docs/perf.md, "sefix"): in warps whose 32 rows were all
+// past the end, the FP8 shared expert's first A load ran with the pointer's zero (address 0).
 #pragma once
 
 #include "gemv_mma.cuh"
@@ -27,7 +33,7 @@ __device__ constexpr bool tile_takes(int format_w) { return gemv_detail::mma_tak
 
 #ifndef DSV41_CONTRACT_SCAN
 
-// A weight row of B: the matrix and the row (row < 0: the tile's row past the matrix, read as zeros).
+// A weight row of B: the matrix and the row (a real row of it: see the file comment).
 struct BRow {
   Weight w;
   long long row;
@@ -54,30 +60,27 @@ struct Loads {
 
 template <int FMT>
 struct Tile {
-  const unsigned short* arow;  // this thread's A row (already at its first column), or null: zeros
-  BRow brow[2];                // this thread's B rows (by format: the rows it loads)
+  const unsigned short* arow;  // this thread's A row (a real one, already at its first column)
+  BRow brow[2];                // this thread's B rows (by format: the rows it loads; real rows)
   long long n;                 // K: the weights' logical columns
   int b_part[2];               // the chunk of a row this thread loads (in the format's chunks of the K step)
 
+  // Every load unconditional (file comment), but FP4's: threads kBN and up have no B chunk.
   __device__ __forceinline__ void load(long long k0, Loads<FMT>& l) const {
     const int tid = threadIdx.x;
-    l.a = make_uint4(0, 0, 0, 0);
-    if (arow) l.a = __ldcg(reinterpret_cast<const uint4*>(arow + k0 + 8 * (tid & 3)));
+    l.a = __ldcg(reinterpret_cast<const uint4*>(arow + k0 + 8 * (tid & 3)));
     constexpr int E = gemv_detail::chunk_elems(FMT), parts = FMT == WF_BF16 ? 2 : 1;
-#pragma unroll
-    for (int i = 0; i < parts; ++i) {
-      l.b[i] = make_uint4(0, 0, 0, 0);
-      if (brow[i].row >= 0) l.b[i] = gemv_detail::load_chunk<FMT>(brow[i].w, brow[i].row, n, k0 / E + b_part[i]);
-    }
     l.scale = 0;
+    if (FMT == WF_FP4_ROW32 && tid >= kBN) return;
+#pragma unroll
+    for (int i = 0; i < parts; ++i)
+      l.b[i] = gemv_detail::load_chunk<FMT>(brow[i].w, brow[i].row, n, k0 / E + b_part[i]);
     if constexpr (FMT != WF_BF16) {
       const long long row = brow[0].row, k = k0 + E * b_part[0];
-      if (row >= 0) {
-        const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + (k >> 5)
-                             : FMT == WF_FP8_ROW32 ? (row * n + k) >> 5
-                                                   : row * (n >> 5) + (k >> 5);
-        l.scale = brow[0].w.scales[si];
-      }
+      const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + (k >> 5)
+                           : FMT == WF_FP8_ROW32 ? (row * n + k) >> 5
+                                                 : row * (n >> 5) + (k >> 5);
+      l.scale = brow[0].w.scales[si];
     }
   }
 
@@ -147,27 +150,35 @@ __device__ __forceinline__ void tile_mma(const unsigned short* smem, float (&acc
   }
 }
 
+// The row a tile row reads: itself while the operand has it, else the operand's last row (the file
+// comment). `rows` is in [1, tile rows].
+__device__ __forceinline__ int real_row(int i, int rows) { return i < rows ? i : rows - 1; }
+
 // One tile: C[i][j] = Σ_k A[i][k]·B[j][k] for i < 64, j < 128, k < n (n a multiple of kBK).
-// a_row(i): A row i's first element (16-byte aligned, rows of whole 16-byte chunks), or null past the
-// rows; b_row(j): B row j. epi(i, j, v0, v1) receives C[i][j] and C[i][j + 1] (j even), every (i, j)
-// of the tile once. Every thread of the block must call it; it synchronises the block.
+// The tile's operands have a_rows in [1, 64] A rows and b_rows in [1, 128] B rows; a_row(i) (i < a_rows)
+// is A row i's first element (16-byte aligned, rows of whole 16-byte chunks), b_row(j) (j < b_rows)
+// B row j. epi(i, j, v0, v1) receives C[i][j] and C[i][j + 1] (j even) for every (i, j) of the tile
+// once, also past a_rows / b_rows, where the values are those of a repeated row: the epilogue drops
+// them. Every thread of the block must call it; it synchronises the block.
 template <int FMT, class ARowOf, class BRowOf, class Epi>
-__device__ __forceinline__ void gemm(unsigned short* smem, ARowOf a_row, BRowOf b_row, long long n, Epi epi) {
+__device__ __forceinline__ void gemm(unsigned short* smem, int a_rows, ARowOf a_row, int b_rows, BRowOf b_row,
+                                     long long n, Epi epi) {
   static_assert(tile_takes(FMT), "the tile loader decodes BF16, FP8 and FP4 weights");
   const int tid = threadIdx.x;
   Tile<FMT> tile;
   tile.n = n;
-  tile.arow = a_row(tid >> 2);
-  // B rows this thread loads: BF16 chunks tid and tid + 256 (4 a row); FP8 row tid / 2; FP4 row tid.
+  tile.arow = a_row(real_row(tid >> 2, a_rows));
+  // B rows this thread loads: BF16 chunks tid and tid + 256 (4 a row); FP8 row tid / 2; FP4 row tid
+  // (threads below kBN; the others name a real row they never read).
   if constexpr (FMT == WF_BF16) {
-    tile.brow[0] = b_row(tid >> 2), tile.b_part[0] = tid & 3;
-    tile.brow[1] = b_row((tid + kThreads) >> 2), tile.b_part[1] = tid & 3;
+    tile.brow[0] = b_row(real_row(tid >> 2, b_rows)), tile.b_part[0] = tid & 3;
+    tile.brow[1] = b_row(real_row((tid + kThreads) >> 2, b_rows)), tile.b_part[1] = tid & 3;
   } else if constexpr (FMT == WF_FP4_ROW32) {
-    tile.brow[0] = tid < kBN ? b_row(tid) : BRow{Weight{}, -1}, tile.b_part[0] = 0;
-    tile.brow[1] = BRow{Weight{}, -1}, tile.b_part[1] = 0;
+    tile.brow[0] = b_row(real_row(tid & (kBN - 1), b_rows)), tile.b_part[0] = 0;
+    tile.brow[1] = tile.brow[0], tile.b_part[1] = 0;
   } else {
-    tile.brow[0] = b_row(tid >> 1), tile.b_part[0] = tid & 1;
-    tile.brow[1] = BRow{Weight{}, -1}, tile.b_part[1] = 0;
+    tile.brow[0] = b_row(real_row(tid >> 1, b_rows)), tile.b_part[0] = tid & 1;
+    tile.brow[1] = tile.brow[0], tile.b_part[1] = 0;
   }
   float acc[2][4][4];
 #pragma unroll
