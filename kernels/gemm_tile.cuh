@@ -7,8 +7,9 @@
 // Weights are decoded to exact bf16 while they move from registers to shared memory (BF16 as stored;
 // e4m3 / e2m1 codes times their UE8M0 scale, a power of two: kernels/gemv_mma.cuh), so the MMA's
 // products are exact and the sums run in fp32 in a fixed order (a row's result does not depend on
-// which other rows share its tile). Two stages of shared memory (kGemmSmemBytes, dynamic): the next
-// K step's global loads are in flight while the current one runs on the tensor cores.
+// which other rows share its tile). Two stages of shared memory (kGemmSmemBytes, dynamic) and two of
+// registers: the global loads of K step s + 2 are in flight while step s runs on the tensor cores and
+// step s + 1 is decoded into shared memory.
 // Warps: 2 (rows) x 4 (columns), each 32 x 32 of the tile = 2 x 4 mma.sync m16n8k16.
 //
 // Rows past the operands (a tile's rows beyond the caller's, its columns beyond the matrix) read the
@@ -188,17 +189,23 @@ __device__ __forceinline__ void gemm(unsigned short* smem, int a_rows, ARowOf a_
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
   const long long steps = n / kBK;
-  Loads<FMT> l;
-  __syncthreads();  // the previous tile's last stage may still be read
-  tile.load(0, l);
-  tile.store(smem, l);
+  Loads<FMT> even, odd;  // the register stages of the even and the odd K steps
+  __syncthreads();       // the previous tile's last stage may still be read
+  tile.load(0, even);
+  tile.store(smem, even);
+  if (steps > 1) tile.load(kBK, odd);
   __syncthreads();
-  for (long long s = 0; s < steps; ++s) {
-    const bool more = s + 1 < steps;
-    if (more) tile.load((s + 1) * kBK, l);
+  // Step s: the loads of step s + 2 go out into the register stage step s has left (two steps of MMAs
+  // to arrive), the MMAs of step s run, then step s + 1 is decoded into the other shared stage.
+  auto step = [&](long long s, Loads<FMT>& mine, const Loads<FMT>& next) {
+    if (s + 2 < steps) tile.load((s + 2) * kBK, mine);
     tile_mma(smem + (s & 1) * kStageHalves, acc);
-    if (more) tile.store(smem + ((s + 1) & 1) * kStageHalves, l);
+    if (s + 1 < steps) tile.store(smem + ((s + 1) & 1) * kStageHalves, next);
     __syncthreads();
+  };
+  for (long long s = 0; s < steps; s += 2) {
+    step(s, even, odd);
+    if (s + 1 < steps) step(s + 1, odd, even);
   }
   const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int wm = warp >> 2, wn = warp & 3;
