@@ -119,29 +119,33 @@ struct Tile {
   }
 };
 
-// acc[mi][ni][4] of warp (wm, wn) += the stage's A·Bᵀ over its 32 columns of K.
+// Four 8 x 8 bf16 matrices of shared memory into registers (ldmatrix): lanes 8m .. 8m + 7 name the
+// rows of matrix m; each lane receives, of each matrix, row lane / 4, columns 2·(lane % 4) and next.
+__device__ __forceinline__ void load_x4(const unsigned short* row, unsigned (&r)[4]) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// acc[mi][ni][4] of warp (wm, wn) += the stage's A·Bᵀ over its 32 columns of K. The fragments of
+// mma m16n8k16 come by ldmatrix: A's (rows g, g + 8; columns 2t, 2t + 8) as matrices (rows 0-7 | 8-15)
+// x (columns 0-7 | 8-15), B's (row g; columns 2t, 2t + 8) for two 8-row groups at once.
 __device__ __forceinline__ void tile_mma(const unsigned short* smem, float (&acc)[2][4][4]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, m = lane >> 3, r = lane & 7;
   const int wm = warp >> 2, wn = warp & 3;
-  const unsigned short* as = smem + (wm * 32) * kStride;
-  const unsigned short* bs = smem + kBM * kStride + (wn * 32) * kStride;
-  auto word = [](const unsigned short* p) { return *reinterpret_cast<const unsigned*>(p); };
+  const unsigned short* as = smem + (wm * 32 + (m & 1) * 8 + r) * kStride + (m >> 1) * 8;
+  const unsigned short* bs = smem + (kBM + wn * 32 + (m >> 1) * 8 + r) * kStride + (m & 1) * 8;
 #pragma unroll
   for (int kk = 0; kk < kBK; kk += 16) {
     unsigned a[2][4], b[4][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; ++mi) {
-      const unsigned short* p = as + (mi * 16 + g) * kStride + kk + 2 * t;
-      a[mi][0] = word(p);
-      a[mi][1] = word(p + 8 * kStride);
-      a[mi][2] = word(p + 8);
-      a[mi][3] = word(p + 8 * kStride + 8);
-    }
+    for (int mi = 0; mi < 2; ++mi) load_x4(as + mi * 16 * kStride + kk, a[mi]);
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      const unsigned short* p = bs + (ni * 8 + g) * kStride + kk + 2 * t;
-      b[ni][0] = word(p);
-      b[ni][1] = word(p + 8);
+    for (int nj = 0; nj < 4; nj += 2) {
+      unsigned q[4];
+      load_x4(bs + nj * 8 * kStride + kk, q);
+      b[nj][0] = q[0], b[nj][1] = q[1], b[nj + 1][0] = q[2], b[nj + 1][1] = q[3];
     }
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
