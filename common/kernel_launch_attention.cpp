@@ -39,10 +39,13 @@ int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_
 
 }  // namespace
 
-// One block walks every row in row order (kernels/compress.cuh).
+// A block per closing row, rows grid-strided over at most kCompressBlocks blocks (kernels/compress.cuh).
+constexpr int64_t kCompressBlocks = 2048;
+
 Result<LaunchDims> launch_compress(const Call& call, const CallEnv& env) {
   LaunchDims d;
   d.block = kThreads;
+  d.grid[0] = std::clamp<int64_t>(env.rows, 1, kCompressBlocks);
   const int64_t dh = call.constant("head_dim"), di = call.constant("index_head_dim");
   const int64_t rope = call.constant("rope_dim");
   d.bounds.push_back({"static shared memory", 4 * (dh + di + 32) + 8 * (rope / 2), 48 * 1024});

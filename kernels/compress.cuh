@@ -2,12 +2,16 @@
 // each closed group, RMSNorm, the compressed cache entry and the index key, roped at the group's first
 // position. Mirrors runtime/cpu/ops_compress.cpp (same sums in the same order, no fused multiply-adds).
 //
-// Launch (common/kernel_launch_attention.cpp): ONE block of 256 threads, grid (1, 1, 1), no dynamic
-// shared memory. The block walks the rows in row order (a row may close a group opened by earlier rows
-// of the step); each row's vector work is spread over the block: thread t owns dims t, t+256, ... of
-// the latent, the index key's outputs are computed by 8-lane groups (one group per output, lane k
-// holding the CPU dot's partial sum k), and the RMSNorm sums run on thread 0 in the CPU's order.
-// Static shared memory: 4·(Dh + Di + 32) + 8·rope_dim/2 bytes.
+// Launch (common/kernel_launch_attention.cpp): blocks of 256 threads, grid (min(R, kCompressBlocks), 1, 1),
+// no dynamic shared memory. Block b takes the rows b, b + grid, ... that close a group (every row when
+// ratio is 1) and makes its entry: a group's rows of this step are read from raw and gate (the rows
+// of one sequence are consecutive), its earlier rows from the tail, which nothing has written yet in
+// this launch; the last block to finish then writes the tail: per sequence, the rows no later row of
+// the step overwrites (the CPU writes every row in row order; these are the ones left standing). So
+// every value is the one the CPU's row-order walk reads. A row's vector work is spread over its
+// block: thread t owns dims t, t+256, ... of the latent, the index key's outputs are computed by 8-lane
+// groups (one group per output, lane k holding the CPU dot's partial sum k), and the RMSNorm sums run
+// on thread 0 in the CPU's order. Static shared memory: 4·(Dh + Di + 32) + 8·rope_dim/2 bytes.
 //
 // DT_PACKED caches (the official format, kernels/cache_rows.cuh): the index key is made first, then
 // the latent is roped in place; each row is rounded to bf16 (the served rounding: packed caches have
@@ -21,8 +25,56 @@
 namespace dsv41k {
 namespace compress_detail {
 constexpr int kThreads = 256;
+constexpr int kCompressBlocks = 2048;  // the grid's most blocks (common/kernel_launch_attention.cpp: the same)
 
 #ifndef DSV41_CONTRACT_SCAN
+
+// Blocks of the launch that have made their entries (zero when the module loads and after each launch;
+// launches of a module are stream-ordered).
+__device__ unsigned g_blocks_done;
+
+// Whether row r's tail row stays as r writes it: no later row of its sequence in this step lands on
+// the same tail row (a sequence's rows are consecutive with consecutive positions).
+__device__ __forceinline__ bool tail_row_kept(Statics statics, Rows rows, long long r, long long tail_rows) {
+  const long long later = r + tail_rows;
+  return later >= rows || row_slot(statics, later) != row_slot(statics, r) ||
+         row_first(statics, later) != row_first(statics, r);
+}
+
+// Raw row r (value, then gate) into row p mod tail_rows of the slot's tail, by one warp: 16-byte
+// pieces, eight loads in flight a lane, where the rows allow.
+template <int DH>
+__device__ __forceinline__ void write_tail_row(float* t, const float* rawf, const float* gatef, long long r,
+                                               long long p, long long tail_rows) {
+  float* dst = t + (p % tail_rows) * 2 * DH;
+  const float* u = rawf + r * DH;
+  const float* g = gatef + r * DH;
+  const int lane = threadIdx.x & 31;
+  const unsigned long long misaligned = (reinterpret_cast<unsigned long long>(dst) |
+                                         reinterpret_cast<unsigned long long>(u) |
+                                         reinterpret_cast<unsigned long long>(g)) & 15;
+  if (DH % 4 != 0 || misaligned) {
+    for (int d = lane; d < DH; d += 32) dst[d] = u[d], dst[DH + d] = g[d];
+    return;
+  }
+  constexpr int V = DH / 4, U = 4;  // float4 pieces of a row; pieces a lane holds at once
+  const float4* u4 = reinterpret_cast<const float4*>(u);
+  const float4* g4 = reinterpret_cast<const float4*>(g);
+  float4* d4 = reinterpret_cast<float4*>(dst);
+  for (int base = 0; base < V; base += 32 * U) {
+    float4 a[U], b[U];
+#pragma unroll
+    for (int i = 0; i < U; ++i) {
+      const int v = base + lane + 32 * i;
+      if (v < V) a[i] = u4[v], b[i] = g4[v];
+    }
+#pragma unroll
+    for (int i = 0; i < U; ++i) {
+      const int v = base + lane + 32 * i;
+      if (v < V) d4[v] = a[i], d4[V + v] = b[i];
+    }
+  }
+}
 
 // In place: v = b?(v·(mean(v²) + eps)^−½·w) as runtime/cpu rms_norm (sequential sum on thread 0).
 template <bool kRound, int FMT>
@@ -121,9 +173,7 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
   __shared__ double freqs[kPairs > 0 ? kPairs : 1];
   __shared__ float inv_slot;
 
-  for (int i = threadIdx.x; i < kPairs; i += blockDim.x)
-    freqs[i] = rope_frequency(i, rope_dim, theta, yarn_factor, yarn_original, beta_fast, beta_slow);
-  __syncthreads();
+  bool have_freqs = false;  // made by the block's first entry (most blocks of a prefill make none)
 
   const float* rawf = static_cast<const float*>(raw);
   const float* gatef = static_cast<const float*>(gate);
@@ -131,11 +181,15 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
   const int group = threadIdx.x >> 3, groups = blockDim.x >> 3;
   const long long capacity = cache_rows < index_cache_rows ? cache_rows : index_cache_rows;
 
-  for (long long r = 0; r < rows; ++r) {
+  // A row whose statics cannot be served (reported by the block that owns it).
+  auto refused = [&](int slot, long long p) {
+    return p < 0 || !slot_in(slot, cache) || !slot_in(slot, index_cache) || !slot_in(slot, tail);
+  };
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const int slot = row_slot(statics, r);
     if (slot < 0) continue;
     const long long p = row_position(statics, r);
-    if (p < 0 || !slot_in(slot, cache) || !slot_in(slot, index_cache) || !slot_in(slot, tail)) {
+    if (refused(slot, p)) {
       if (threadIdx.x == 0) report_error(errors, ERR_STATICS);
       continue;
     }
@@ -144,33 +198,41 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
       for (int d = threadIdx.x; d < Dh; d += blockDim.x) latent[d] = rawf[r * Dh + d];
       j = p;
     } else {
-      float* t = reinterpret_cast<float*>(slot_base(tail, slot));
-      // Position q's raw row is tail row q mod tail_rows (tail_rows = ratio unless drafting made the
-      // tail longer, so a rewind into the open group finds its rows): the group closing at p is the
-      // rows of positions p - ratio + 1 .. p.
-      const long long pm = p % ratio, first_row = (p - (ratio - 1)) % tail_rows, row = p % tail_rows;
-      // Thread d writes and later reads its own dims of the tail: no barrier needed between.
-      for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
-        t[row * 2 * Dh + d] = rawf[r * Dh + d];
-        t[row * 2 * Dh + Dh + d] = gatef[r * Dh + d];
-      }
-      if (pm != ratio - 1) continue;
+      if (p % ratio != ratio - 1) continue;
+      // The group closing at p is the rows of positions p - ratio + 1 .. p: those of this step (from
+      // p_first on) in raw and gate, row r - (p - q); earlier ones in the tail, position q at tail row q
+      // mod tail_rows (tail_rows = ratio unless drafting made the tail longer, so a rewind into the
+      // open group finds its rows).
+      const float* t = reinterpret_cast<const float*>(slot_base(tail, slot));
+      const long long p_first = row_position(statics, row_first(statics, r)), q0 = p - (ratio - 1);
+      auto value_row = [&](long long k) {
+        const long long q = q0 + k;
+        return q >= p_first ? rawf + (r - (p - q)) * Dh : t + (q % tail_rows) * 2 * Dh;
+      };
+      auto gate_row = [&](long long k) {
+        const long long q = q0 + k;
+        return q >= p_first ? gatef + (r - (p - q)) * Dh : t + (q % tail_rows) * 2 * Dh + Dh;
+      };
       for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
         float top = -__int_as_float(0x7f800000);
         for (long long k = 0; k < ratio; ++k) {
-          const float g = t[((first_row + k) % tail_rows) * 2 * Dh + Dh + d];
+          const float g = gate_row(k)[d];
           top = top < g ? g : top;  // std::max(top, g)
         }
         float total = 0.0f, acc = 0.0f;
         for (long long k = 0; k < ratio; ++k) {
-          const float* tk = t + ((first_row + k) % tail_rows) * 2 * Dh;
-          const float e = static_cast<float>(exp(static_cast<double>(__fsub_rn(tk[Dh + d], top))));
+          const float e = static_cast<float>(exp(static_cast<double>(__fsub_rn(gate_row(k)[d], top))));
           total = __fadd_rn(total, e);
-          acc = __fadd_rn(acc, __fmul_rn(e, tk[d]));
+          acc = __fadd_rn(acc, __fmul_rn(e, value_row(k)[d]));
         }
         latent[d] = __fdiv_rn(acc, total);
       }
       j = p / ratio;
+    }
+    if (!have_freqs) {  // (rms_norm's barriers order these stores before their first reads)
+      for (int i = threadIdx.x; i < kPairs; i += blockDim.x)
+        freqs[i] = rope_frequency(i, rope_dim, theta, yarn_factor, yarn_original, beta_fast, beta_slow);
+      have_freqs = true;
     }
     // The latent is an RMSNorm output: rounded when the cache holds bf16 (docs/ops.md).
     rms_norm<kRoundCache, format_norm>(latent, norm, Dh, eps, &inv_slot);
@@ -208,6 +270,37 @@ __device__ __forceinline__ void compress(Rows rows, Statics statics, Errors erro
       store_roped<dtype_index_cache>(index_row, key, Di, kPairs, freqs, first);
     }
     __syncthreads();  // latent and key are rewritten by the next row
+  }
+  if constexpr (ratio > 1) {
+    // The last block out writes the tail: every block's reads of the earlier rows are done by then.
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      last = atomicAdd(&g_blocks_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // A thread checks a row, its warp then writes the rows its lanes kept, one after another.
+    for (long long base = 0; base < rows; base += blockDim.x) {
+      const long long r = base + threadIdx.x;
+      int slot = -1;
+      long long p = 0;
+      bool keep = false;
+      if (r < rows) {
+        slot = row_slot(statics, r);
+        p = row_position(statics, r);
+        keep = slot >= 0 && !refused(slot, p) && tail_row_kept(statics, rows, r, tail_rows);
+      }
+      for (unsigned mask = __ballot_sync(0xFFFFFFFFu, keep); mask; mask &= mask - 1) {
+        const int l = __ffs(mask) - 1;
+        const int s = __shfl_sync(0xFFFFFFFFu, slot, l);
+        const long long q = __shfl_sync(0xFFFFFFFFu, p, l);
+        write_tail_row<Dh>(reinterpret_cast<float*>(slot_base(tail, s)), rawf, gatef, r - lane + l, q, tail_rows);
+      }
+    }
+    if (threadIdx.x == 0) g_blocks_done = 0;
   }
 #endif
 }

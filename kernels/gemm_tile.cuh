@@ -7,9 +7,16 @@
 // Weights are decoded to exact bf16 while they move from registers to shared memory (BF16 as stored;
 // e4m3 / e2m1 codes times their UE8M0 scale, a power of two: kernels/gemv_mma.cuh), so the MMA's
 // products are exact and the sums run in fp32 in a fixed order (a row's result does not depend on
-// which other rows share its tile). Two stages of shared memory (kGemmSmemBytes, dynamic): the next
-// K step's global loads are in flight while the current one runs on the tensor cores.
+// which other rows share its tile). Two stages of shared memory (kGemmSmemBytes, dynamic) and two of
+// registers: the global loads of K step s + 2 are in flight while step s runs on the tensor cores and
+// step s + 1 is decoded into shared memory.
 // Warps: 2 (rows) x 4 (columns), each 32 x 32 of the tile = 2 x 4 mma.sync m16n8k16.
+//
+// Rows past the operands (a tile's rows beyond the caller's, its columns beyond the matrix) read the
+// last real row again instead of being skipped: their products land only in the tile's (i, j) that
+// the caller's epilogue drops, and the loads stay unconditional at valid addresses. A load guarded
+// by a null row pointer faulted on an H200 (docs/perf.md, "sefix"): in warps whose 32 rows were all
+// past the end, the FP8 shared expert's first A load ran with the pointer's zero (address 0).
 #pragma once
 
 #include "gemv_mma.cuh"
@@ -27,7 +34,7 @@ __device__ constexpr bool tile_takes(int format_w) { return gemv_detail::mma_tak
 
 #ifndef DSV41_CONTRACT_SCAN
 
-// A weight row of B: the matrix and the row (row < 0: the tile's row past the matrix, read as zeros).
+// A weight row of B: the matrix and the row (a real row of it: see the file comment).
 struct BRow {
   Weight w;
   long long row;
@@ -54,30 +61,27 @@ struct Loads {
 
 template <int FMT>
 struct Tile {
-  const unsigned short* arow;  // this thread's A row (already at its first column), or null: zeros
-  BRow brow[2];                // this thread's B rows (by format: the rows it loads)
+  const unsigned short* arow;  // this thread's A row (a real one, already at its first column)
+  BRow brow[2];                // this thread's B rows (by format: the rows it loads; real rows)
   long long n;                 // K: the weights' logical columns
   int b_part[2];               // the chunk of a row this thread loads (in the format's chunks of the K step)
 
+  // Every load unconditional (file comment), but FP4's: threads kBN and up have no B chunk.
   __device__ __forceinline__ void load(long long k0, Loads<FMT>& l) const {
     const int tid = threadIdx.x;
-    l.a = make_uint4(0, 0, 0, 0);
-    if (arow) l.a = __ldcg(reinterpret_cast<const uint4*>(arow + k0 + 8 * (tid & 3)));
+    l.a = __ldcg(reinterpret_cast<const uint4*>(arow + k0 + 8 * (tid & 3)));
     constexpr int E = gemv_detail::chunk_elems(FMT), parts = FMT == WF_BF16 ? 2 : 1;
-#pragma unroll
-    for (int i = 0; i < parts; ++i) {
-      l.b[i] = make_uint4(0, 0, 0, 0);
-      if (brow[i].row >= 0) l.b[i] = gemv_detail::load_chunk<FMT>(brow[i].w, brow[i].row, n, k0 / E + b_part[i]);
-    }
     l.scale = 0;
+    if (FMT == WF_FP4_ROW32 && tid >= kBN) return;
+#pragma unroll
+    for (int i = 0; i < parts; ++i)
+      l.b[i] = gemv_detail::load_chunk<FMT>(brow[i].w, brow[i].row, n, k0 / E + b_part[i]);
     if constexpr (FMT != WF_BF16) {
       const long long row = brow[0].row, k = k0 + E * b_part[0];
-      if (row >= 0) {
-        const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + (k >> 5)
-                             : FMT == WF_FP8_ROW32 ? (row * n + k) >> 5
-                                                   : row * (n >> 5) + (k >> 5);
-        l.scale = brow[0].w.scales[si];
-      }
+      const long long si = FMT == WF_FP8_TILE32 ? (row >> 5) * ((n + 31) >> 5) + (k >> 5)
+                           : FMT == WF_FP8_ROW32 ? (row * n + k) >> 5
+                                                 : row * (n >> 5) + (k >> 5);
+      l.scale = brow[0].w.scales[si];
     }
   }
 
@@ -115,29 +119,33 @@ struct Tile {
   }
 };
 
-// acc[mi][ni][4] of warp (wm, wn) += the stage's A·Bᵀ over its 32 columns of K.
+// Four 8 x 8 bf16 matrices of shared memory into registers (ldmatrix): lanes 8m .. 8m + 7 name the
+// rows of matrix m; each lane receives, of each matrix, row lane / 4, columns 2·(lane % 4) and next.
+__device__ __forceinline__ void load_x4(const unsigned short* row, unsigned (&r)[4]) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// acc[mi][ni][4] of warp (wm, wn) += the stage's A·Bᵀ over its 32 columns of K. The fragments of
+// mma m16n8k16 come by ldmatrix: A's (rows g, g + 8; columns 2t, 2t + 8) as matrices (rows 0-7 | 8-15)
+// x (columns 0-7 | 8-15), B's (row g; columns 2t, 2t + 8) for two 8-row groups at once.
 __device__ __forceinline__ void tile_mma(const unsigned short* smem, float (&acc)[2][4][4]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, m = lane >> 3, r = lane & 7;
   const int wm = warp >> 2, wn = warp & 3;
-  const unsigned short* as = smem + (wm * 32) * kStride;
-  const unsigned short* bs = smem + kBM * kStride + (wn * 32) * kStride;
-  auto word = [](const unsigned short* p) { return *reinterpret_cast<const unsigned*>(p); };
+  const unsigned short* as = smem + (wm * 32 + (m & 1) * 8 + r) * kStride + (m >> 1) * 8;
+  const unsigned short* bs = smem + (kBM + wn * 32 + (m >> 1) * 8 + r) * kStride + (m & 1) * 8;
 #pragma unroll
   for (int kk = 0; kk < kBK; kk += 16) {
     unsigned a[2][4], b[4][2];
 #pragma unroll
-    for (int mi = 0; mi < 2; ++mi) {
-      const unsigned short* p = as + (mi * 16 + g) * kStride + kk + 2 * t;
-      a[mi][0] = word(p);
-      a[mi][1] = word(p + 8 * kStride);
-      a[mi][2] = word(p + 8);
-      a[mi][3] = word(p + 8 * kStride + 8);
-    }
+    for (int mi = 0; mi < 2; ++mi) load_x4(as + mi * 16 * kStride + kk, a[mi]);
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-      const unsigned short* p = bs + (ni * 8 + g) * kStride + kk + 2 * t;
-      b[ni][0] = word(p);
-      b[ni][1] = word(p + 8);
+    for (int nj = 0; nj < 4; nj += 2) {
+      unsigned q[4];
+      load_x4(bs + nj * 8 * kStride + kk, q);
+      b[nj][0] = q[0], b[nj][1] = q[1], b[nj + 1][0] = q[2], b[nj + 1][1] = q[3];
     }
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
@@ -147,27 +155,35 @@ __device__ __forceinline__ void tile_mma(const unsigned short* smem, float (&acc
   }
 }
 
+// The row a tile row reads: itself while the operand has it, else the operand's last row (the file
+// comment). `rows` is in [1, tile rows].
+__device__ __forceinline__ int real_row(int i, int rows) { return i < rows ? i : rows - 1; }
+
 // One tile: C[i][j] = Σ_k A[i][k]·B[j][k] for i < 64, j < 128, k < n (n a multiple of kBK).
-// a_row(i): A row i's first element (16-byte aligned, rows of whole 16-byte chunks), or null past the
-// rows; b_row(j): B row j. epi(i, j, v0, v1) receives C[i][j] and C[i][j + 1] (j even), every (i, j)
-// of the tile once. Every thread of the block must call it; it synchronises the block.
+// The tile's operands have a_rows in [1, 64] A rows and b_rows in [1, 128] B rows; a_row(i) (i < a_rows)
+// is A row i's first element (16-byte aligned, rows of whole 16-byte chunks), b_row(j) (j < b_rows)
+// B row j. epi(i, j, v0, v1) receives C[i][j] and C[i][j + 1] (j even) for every (i, j) of the tile
+// once, also past a_rows / b_rows, where the values are those of a repeated row: the epilogue drops
+// them. Every thread of the block must call it; it synchronises the block.
 template <int FMT, class ARowOf, class BRowOf, class Epi>
-__device__ __forceinline__ void gemm(unsigned short* smem, ARowOf a_row, BRowOf b_row, long long n, Epi epi) {
+__device__ __forceinline__ void gemm(unsigned short* smem, int a_rows, ARowOf a_row, int b_rows, BRowOf b_row,
+                                     long long n, Epi epi) {
   static_assert(tile_takes(FMT), "the tile loader decodes BF16, FP8 and FP4 weights");
   const int tid = threadIdx.x;
   Tile<FMT> tile;
   tile.n = n;
-  tile.arow = a_row(tid >> 2);
-  // B rows this thread loads: BF16 chunks tid and tid + 256 (4 a row); FP8 row tid / 2; FP4 row tid.
+  tile.arow = a_row(real_row(tid >> 2, a_rows));
+  // B rows this thread loads: BF16 chunks tid and tid + 256 (4 a row); FP8 row tid / 2; FP4 row tid
+  // (threads below kBN; the others name a real row they never read).
   if constexpr (FMT == WF_BF16) {
-    tile.brow[0] = b_row(tid >> 2), tile.b_part[0] = tid & 3;
-    tile.brow[1] = b_row((tid + kThreads) >> 2), tile.b_part[1] = tid & 3;
+    tile.brow[0] = b_row(real_row(tid >> 2, b_rows)), tile.b_part[0] = tid & 3;
+    tile.brow[1] = b_row(real_row((tid + kThreads) >> 2, b_rows)), tile.b_part[1] = tid & 3;
   } else if constexpr (FMT == WF_FP4_ROW32) {
-    tile.brow[0] = tid < kBN ? b_row(tid) : BRow{Weight{}, -1}, tile.b_part[0] = 0;
-    tile.brow[1] = BRow{Weight{}, -1}, tile.b_part[1] = 0;
+    tile.brow[0] = b_row(real_row(tid & (kBN - 1), b_rows)), tile.b_part[0] = 0;
+    tile.brow[1] = tile.brow[0], tile.b_part[1] = 0;
   } else {
-    tile.brow[0] = b_row(tid >> 1), tile.b_part[0] = tid & 1;
-    tile.brow[1] = BRow{Weight{}, -1}, tile.b_part[1] = 0;
+    tile.brow[0] = b_row(real_row(tid >> 1, b_rows)), tile.b_part[0] = tid & 1;
+    tile.brow[1] = tile.brow[0], tile.b_part[1] = 0;
   }
   float acc[2][4][4];
 #pragma unroll
@@ -177,17 +193,23 @@ __device__ __forceinline__ void gemm(unsigned short* smem, ARowOf a_row, BRowOf 
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0f;
   const long long steps = n / kBK;
-  Loads<FMT> l;
-  __syncthreads();  // the previous tile's last stage may still be read
-  tile.load(0, l);
-  tile.store(smem, l);
+  Loads<FMT> even, odd;  // the register stages of the even and the odd K steps
+  __syncthreads();       // the previous tile's last stage may still be read
+  tile.load(0, even);
+  tile.store(smem, even);
+  if (steps > 1) tile.load(kBK, odd);
   __syncthreads();
-  for (long long s = 0; s < steps; ++s) {
-    const bool more = s + 1 < steps;
-    if (more) tile.load((s + 1) * kBK, l);
+  // Step s: the loads of step s + 2 go out into the register stage step s has left (two steps of MMAs
+  // to arrive), the MMAs of step s run, then step s + 1 is decoded into the other shared stage.
+  auto step = [&](long long s, Loads<FMT>& mine, const Loads<FMT>& next) {
+    if (s + 2 < steps) tile.load((s + 2) * kBK, mine);
     tile_mma(smem + (s & 1) * kStageHalves, acc);
-    if (more) tile.store(smem + ((s + 1) & 1) * kStageHalves, l);
+    if (s + 1 < steps) tile.store(smem + ((s + 1) & 1) * kStageHalves, next);
     __syncthreads();
+  };
+  for (long long s = 0; s < steps; s += 2) {
+    step(s, even, odd);
+    if (s + 1 < steps) step(s + 1, odd, even);
   }
   const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int wm = warp >> 2, wn = warp & 3;

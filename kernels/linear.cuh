@@ -118,10 +118,11 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
   const long long x0 = x0_of(col0);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
   if ((reinterpret_cast<unsigned long long>(x) & 15) == 0 && x_width % 8 == 0 && x0 % 8 == 0) {
+    const int a_rows = rows - row0 < gemm_tile::kBM ? static_cast<int>(rows - row0) : gemm_tile::kBM;
+    const int b_rows = columns - col0 < gemm_tile::kBN ? static_cast<int>(columns - col0) : gemm_tile::kBN;
     gemm_tile::gemm<format_w>(
-        reinterpret_cast<unsigned short*>(dyn_smem),
-        [&](int i) -> const unsigned short* { return row0 + i < rows ? xs + (row0 + i) * x_width + x0 : nullptr; },
-        [&](int j) { return col0 + j < columns ? BRow{w, col0 + j} : BRow{Weight{}, -1}; }, n,
+        reinterpret_cast<unsigned short*>(dyn_smem), a_rows,
+        [&](int i) { return xs + (row0 + i) * x_width + x0; }, b_rows, [&](int j) { return BRow{w, col0 + j}; }, n,
         [&](int i, int j, float v0, float v1) {
           const long long r = row0 + i, c = col0 + j;
           if (r >= rows) return;

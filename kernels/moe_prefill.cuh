@@ -48,6 +48,11 @@ __device__ int g_tiles2[kMaxTopk][kMaxExperts + 1];     // pass-k row tiles of t
 
 __device__ __forceinline__ int ld(const int* p) { return __ldcg(p); }
 __device__ __forceinline__ long long tiles_of(int n) { return (n + gemm_tile::kBM - 1) / gemm_tile::kBM; }
+__device__ __forceinline__ long long min_ll(long long a, long long b) { return a < b ? a : b; }
+// The pairs of the 64-row tile starting at sorted position s0 of a bucket ending at s_end (s0 < s_end).
+__device__ __forceinline__ int tile_rows(int s0, int s_end) {
+  return s_end - s0 < gemm_tile::kBM ? s_end - s0 : gemm_tile::kBM;
+}
 
 // The expert of pair p (row p / K, choice p % K), or −1: an inactive row, or an id outside [0, E)
 // (reported). ids null: the shared expert, expert 0 for every active row.
@@ -222,14 +227,10 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
       }
       __syncthreads();
       gemm_tile::gemm<fw1>(
-          smem,
-          [&](int i) -> const unsigned short* {
-            return s_pair[i] >= 0 ? xs + static_cast<long long>(s_pair[i] / K) * D : nullptr;
-          },
-          [&](int jj) {
-            const long long c = static_cast<long long>(ct) * kActCols + (jj >> 1);
-            return c < F ? BRow{(jj & 1) ? w3 : w1, c} : BRow{Weight{}, -1};
-          },
+          smem, tile_rows(s0, s_end),
+          [&](int i) { return xs + static_cast<long long>(s_pair[i] / K) * D; },
+          2 * static_cast<int>(min_ll(kActCols, F - static_cast<long long>(ct) * kActCols)),
+          [&](int jj) { return BRow{(jj & 1) ? w3 : w1, static_cast<long long>(ct) * kActCols + (jj >> 1)}; },
           D,
           [&](int i, int jj, float g, float u) {
             const long long c = static_cast<long long>(ct) * kActCols + (jj >> 1);
@@ -259,14 +260,9 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
     }
     __syncthreads();
     gemm_tile::gemm<fw2>(
-        smem,
-        [&](int i) -> const unsigned short* {
-          return s0 + i < s_end ? act + static_cast<long long>(s0 + i) * F : nullptr;
-        },
-        [&](int jj) {
-          const long long d = static_cast<long long>(ct) * kBN + jj;
-          return d < D ? BRow{w2, d} : BRow{Weight{}, -1};
-        },
+        smem, tile_rows(s0, s_end), [&](int i) { return act + static_cast<long long>(s0 + i) * F; },
+        static_cast<int>(min_ll(kBN, D - static_cast<long long>(ct) * kBN)),
+        [&](int jj) { return BRow{w2, static_cast<long long>(ct) * kBN + jj}; },
         F,
         [&](int i, int jj, float v0, float v1) {
           if (s_pair[i] < 0) return;

@@ -35,11 +35,7 @@ __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratc
               static_cast<float*>(out), 1))
         return;
     } else {
-      // FP8 weights stay on the per-row path: the tiled path read out of bounds on an H200 for the tiny
-      // FP8 shared expert at 100 rows with inactive rows (compute-sanitizer: a 16-byte A-row read at
-      // address 0; docs/perf.md, 2026-11-30 21:30 UTC), cause not found yet.
-      if constexpr (moe_prefill::takes(dtype_x, format_w1, format_w3, format_w2, D, F) && format_w1 != WF_FP8_TILE32 &&
-                    format_w1 != WF_FP8_ROW32)
+      if constexpr (moe_prefill::takes(dtype_x, format_w1, format_w3, format_w2, D, F))
         if (moe_prefill::run<dtype_x, format_w1, format_w3, format_w2, D, F, 1>(
                 rows, statics, nullptr, x, nullptr, nullptr, nullptr, nullptr, nullptr, w1, w3, w2, limit,
                 static_cast<float*>(out), work, 1))

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -90,14 +91,19 @@ class SummaryEnvironment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryEnvironment);
 
+// Rewrites a case's generated inputs before both runs (empty: as generated).
+using AdjustInputs = std::function<void(CallInputs&)>;
+
 // Checks one case; failures are reported with the key, the call, the inputs and the seed.
-void check_case(const Case& c, const Device* device, KernelLauncher* launcher, int32_t kernel) {
+void check_case(const Case& c, const Device* device, KernelLauncher* launcher, int32_t kernel,
+                const AdjustInputs& adjust) {
   const uint64_t seed = mix_seed(run_seed(), hash_text(c.key));
   SCOPED_TRACE(fmt::format("{} — {} — run seed {} (rerun: DSV41_GPU_SEED={} DSV41_GPU_FILTER='{}')", c.key, c.where,
                            run_seed(), run_seed(), c.key));
   const CallSite site = site_of(c);
   auto inputs = make_inputs(site, seed);
   ASSERT_TRUE(inputs.is_ok()) << "building the inputs: " << inputs.status().message();
+  if (adjust) adjust(*inputs);
   Image cpu = inputs->image;
   const Status cpu_status = run_cpu(site, *inputs, cpu);
   ASSERT_TRUE(cpu_status.is_ok()) << "the CPU op refused the generated inputs: " << cpu_status.message()
@@ -172,7 +178,8 @@ int quantized_keys(const std::map<std::string, Case>& cases) {
 }
 
 // Compiles the cases' variants, then checks each. Returns how many were checked.
-int check_cases(const std::map<std::string, Case>& cases, const Target& target, const Device* device) {
+int check_cases(const std::map<std::string, Case>& cases, const Target& target, const Device* device,
+                const AdjustInputs& adjust = {}) {
   std::vector<const Case*> list;
   for (const auto& [key, c] : cases) list.push_back(&c);
   std::unique_ptr<KernelLauncher> launcher;
@@ -183,7 +190,7 @@ int check_cases(const std::map<std::string, Case>& cases, const Target& target, 
     if (device && kernel_of[i] < 0) continue;
     const auto start = std::chrono::steady_clock::now();
     const int parts_before = ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
-    check_case(*list[i], device, launcher.get(), kernel_of[i]);
+    check_case(*list[i], device, launcher.get(), kernel_of[i], adjust);
     const int parts = ::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
     std::printf("  %-4s %6.2f s  %s  [%s]\n", parts == parts_before ? "ok" : "FAIL",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), list[i]->key.c_str(),
@@ -343,6 +350,58 @@ TEST(GpuOps, BenchGroupedProjectionInAPrefillSegmentMatchesTheCpuOp) {
   ASSERT_FALSE(cases.empty()) << "no grouped_linear call in the 100-row phase";
   const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
   EXPECT_EQ(checked, static_cast<int>(cases.size()));
+}
+
+// The tiled products of a 100-row prefill segment (tiny, both packs, world 4 rank 3, bf16 activations)
+// with only rows 1-5 active, the first and the last row inactive: every 64-row tile then has whole
+// warps of rows past its operand, the pattern in which the FP8 shared expert's tile loads read address
+// 0 on an H200 (kernels/gemm_tile.cuh; a prompt of 5 tokens in a 2048-row segment did the same).
+TEST(GpuOps, TiledProductsWithFewActiveRowsMatchTheCpuOps) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  constexpr int64_t kRows = 100, kFirstActive = 1, kActive = 5;
+  const std::set<std::string> ops = {"linear", "grouped_linear", "moe_experts", "shared_expert"};
+  std::map<std::string, Case> cases;
+  std::set<std::string> without_kernel;
+  for (SynthFormat format : {SynthFormat::BF16, SynthFormat::Release}) {
+    auto inputs = synth_inputs("dsv41-tiny", format, 1);
+    ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+    ServingSettings settings;
+    settings.context = 256;
+    settings.slots = 4;
+    settings.prefill_rows = {kRows};
+    settings.activations = DType::BF16;
+    const char* pack = format == SynthFormat::BF16 ? "bf16" : "release-format";
+    auto r = plan_lists(*inputs, fmt::format("tiny {} pack, rows 1-5 active", pack), 4, 3, settings, s.target,
+                        without_kernel);
+    ASSERT_TRUE(r.is_ok()) << "tiny world 4 rank 3: " << r.status().message();
+    std::vector<size_t> phases;
+    for (size_t p = 0; p < (*r)->calls.phases.size(); ++p)
+      if ((*r)->calls.phases[p].rows == kRows) phases.push_back(p);
+    collect(cases, *r, phases, &ops, [](const Case& a, const Case& b) { return case_weights(a) < case_weights(b); });
+  }
+  report_without_kernel(without_kernel);
+  if (!env_text("DSV41_GPU_FILTER")) {  // every op, and the FP8 shared expert that faulted
+    for (const std::string& op : ops)
+      EXPECT_TRUE(
+          std::any_of(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first.rfind(op + "{", 0) == 0; }))
+          << op << " has no case in the " << kRows << "-row phase";
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [](const auto& kv) {
+      return kv.first.rfind("shared_expert{", 0) == 0 && kv.first.find("format_w1=fp8_tile32") != std::string::npos;
+    })) << "no FP8 shared expert case";
+  }
+  const AdjustInputs few_active = [&](CallInputs& in) {
+    for (int64_t r = 0; r < kRows; ++r) {
+      if (r >= kFirstActive && r < kFirstActive + kActive) continue;
+      int32_t* st = in.image.statics.data() + r * kStaticsFields;
+      st[kStaticToken] = 0, st[kStaticSlot] = -1, st[kStaticPosition] = 0;
+      st[kStaticFirstRow] = static_cast<int32_t>(r);
+    }
+    in.description += fmt::format("then every row but {}-{} made inactive", kFirstActive, kFirstActive + kActive - 1);
+  };
+  const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr, few_active);
+  EXPECT_EQ(checked, static_cast<int>(cases.size()));
+  std::printf("tiled products with rows 1-5 of %lld active: %d variants\n", static_cast<long long>(kRows), checked);
 }
 
 TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
