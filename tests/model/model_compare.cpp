@@ -98,6 +98,16 @@ void expect_bf16_agreement(const Bf16Agreement& a, const std::string& what) {
   EXPECT_GE(a.top1, kBf16Top1Bound) << what << ": " << describe(a);
 }
 
+void expect_as_close_to_the_oracle(const Bf16Agreement& candidate, const Bf16Agreement& reference,
+                                   const std::string& what) {
+  const std::string both = describe(candidate) + "; the reference " + describe(reference);
+  EXPECT_GT(candidate.rows, 0u) << what;
+  EXPECT_EQ(candidate.rows, reference.rows) << what;
+  EXPECT_LE(candidate.median, kOracleFactor * reference.median) << what << ": " << both;
+  EXPECT_LE(candidate.worst, std::max(kOracleFactor * reference.worst, kBf16WorstBound)) << what << ": " << both;
+  EXPECT_GE(candidate.top1, reference.top1 - kOracleTop1Slack) << what << ": " << both;
+}
+
 Crossings crossings(const ModelConfig& c, int64_t length) {
   Crossings x;
   x.window_wraps = length > c.sliding_window;  // position W reuses the slot of position 0
