@@ -95,14 +95,16 @@ TEST_F(CudaGenerate, RanksOnSeveralGpusOfOneProcessEqualRanksOnOne) {
 // prompt rows must be as close to the oracle as the CPU backend's own bf16 rows are, within
 // model_compare.h's kOracle* margins, and the first greedy token must be the CPU's. Why not the GPU
 // against the CPU directly (the kBf16* bounds): two correct bf16 implementations that sum in another
-// fp32 order drift apart by flipped bf16 roundings, and how far depends on the pack: on the bf16 pack
+// fp32 order drift apart by flipped bf16 roundings, and how far depends on the pack. On the bf16 pack
 // the CPU itself, with only its dot products summed in the MMA path's order (16-product groups per
-// 32-element block), lands at median 0.0214 and top-1 0.825 from its usual order, outside kBf16*, as
-// the GPU does (docs/cuda-backend.md "BF16 mode"). A broken op, a missing exchange or a wrong split
-// moves every row by O(max|logit|) from the oracle and fails; a bf16 rounding misplaced within an op is
-// the op tests' tight check's (tests/gpu/gpu_op_steps.h). The old comparisons, GPU against the CPU and
-// CPU worlds against CPU world 1, are printed. Both generate_test's 11-token prompt and this file's
-// 40-token one are run. DSV41_BF16_LOGITS_DIR, when set, receives every run's logits (float32 rows).
+// 32-element block), lands at median 0.0214 and top-1 0.825 from its usual order, outside kBf16* as the
+// GPU is, and its rows against the oracle nearly coincide with the GPU's (docs/cuda-backend.md "BF16
+// mode"). A broken op, a missing exchange or a wrong split moves every row from the oracle and fails;
+// an op that rounds at another point than its CPU op shows in the op tests' bf16 steps
+// (tests/gpu/gpu_op_steps.h: products asserted, every output printed with DSV41_GPU_STEPS=1). The old
+// comparisons, GPU against the CPU and CPU worlds against CPU world 1, are printed. Both
+// generate_test's 11-token prompt and this file's 40-token one are run. DSV41_BF16_LOGITS_DIR, when
+// set, receives every run's logits (float32 rows).
 TEST_F(CudaGenerate, Bf16ModeIsAsCloseToTheCheckModeOracleAsTheCpu) {
   test::TempDir dir("cuda_bf16");
   const char* dump = std::getenv("DSV41_BF16_LOGITS_DIR");
