@@ -48,9 +48,9 @@ Result<gpu::BenchReport> bench(const gpu::BenchOptions& o) {
   return out;
 }
 
-TEST(CudaBench, TinyWorld1MeasuresEachPhaseAndReadsTheRouting) {
-  const TestDevice device = open_test_device();
-  if (!device.driver) GTEST_SKIP() << device.skip;
+using CudaBench = DeviceTest;
+
+TEST_F(CudaBench, TinyWorld1MeasuresEachPhaseAndReadsTheRouting) {
   const test::TempDir dir;
   plan_h200(test::tiny_pack("release"), 1, bench_settings(), dir.path());
   auto report = bench(tiny_options(dir.path() / "rank0.fb"));
@@ -86,9 +86,7 @@ TEST(CudaBench, TinyWorld1MeasuresEachPhaseAndReadsTheRouting) {
   EXPECT_EQ(report->phases[0].bytes.experts_read, 6 * moe_layers);  // one row: exactly topk a layer
 }
 
-TEST(CudaBench, AWorld2RankRunsOnlyAlone) {
-  const TestDevice device = open_test_device();
-  if (!device.driver) GTEST_SKIP() << device.skip;
+TEST_F(CudaBench, AWorld2RankRunsOnlyAlone) {
   const test::TempDir dir;
   plan_h200(test::tiny_pack("release"), 2, bench_settings(), dir.path());
   gpu::BenchOptions o = tiny_options(dir.path() / "rank1.fb");

@@ -21,9 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(CudaCacheFormat, OfficialCachesInCheckModeMatchTheCpu) {
-  const TestDevice device = open_test_device();
-  if (!device.driver) GTEST_SKIP() << device.skip;
+using CudaCacheFormat = DeviceTest;
+
+TEST_F(CudaCacheFormat, OfficialCachesInCheckModeMatchTheCpu) {
   test::TempDir dir("cuda_cache_format");
   const fs::path& pack = test::tiny_pack("release");
   for (int world : {1, 3}) {

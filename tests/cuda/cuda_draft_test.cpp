@@ -32,9 +32,9 @@ GenerateOptions draft_options(const fs::path& programs, const fs::path& pack, in
   return o;
 }
 
-TEST(CudaDraft, DraftedRoundsGiveSerialDecodingsTokens) {
-  const TestDevice device = open_test_device();
-  if (!device.driver) GTEST_SKIP() << device.skip;
+using CudaDraft = DeviceTest;
+
+TEST_F(CudaDraft, DraftedRoundsGiveSerialDecodingsTokens) {
   test::TempDir dir("cuda_draft");
   const fs::path& pack = test::fixture_pack("dsv41-tiny-draft", "release");
   for (int world : {1, 2}) {

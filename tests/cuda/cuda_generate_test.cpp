@@ -2,14 +2,17 @@
 // on the tiny fixture (label gpu; skips without a driver): worlds 1-4 as threads on device 0, both pack
 // formats, a 40-token prompt (the 16-row window wraps, compressed entries outnumber index_topk 8 and
 // the candidate mask is active) and 32 decoded tokens. Check mode (activations f32): logits within
-// 1e-3·max|logit| of the CPU at every step, greedy tokens identical. BF16 mode: within the bounds the CPU
-// backend's worlds are held to among themselves (prompt rows compared statistically), first token identical. Graph replay equals --eager bit for bit, and every
-// rank holds the same bits after the exchanges.
+// 1e-3·max|logit| of the CPU at every step, greedy tokens identical. BF16 mode: prompt rows as close to
+// the check-mode oracle as the CPU's bf16 rows (statistically), first token identical. Graph replay
+// equals --eager bit for bit, and every rank holds the same bits after the exchanges.
 //
-// Environment: DSV41_CACHE is the NVRTC cache folder the plans compile into.
+// Environment: DSV41_CACHE is the NVRTC cache folder the plans compile into; DSV41_BF16_LOGITS_DIR
+// (optional) receives the bf16 test's logits.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -88,47 +91,78 @@ TEST_F(CudaGenerate, RanksOnSeveralGpusOfOneProcessEqualRanksOnOne) {
               two->tokens.size());
 }
 
-// BF16 mode is held to the bounds the CPU backend's own worlds are held to (tests/model,
-// model_compare.h kBf16*): a different fp32 summation order moves a value across a bf16 rounding
-// boundary now and then and the flip cascades through later layers and rows, so rows are compared
-// statistically (median and worst max|diff|/max|logit| over every prompt row, and top-1 agreement),
-// and the first greedy token must be identical. The CPU's worlds differ among themselves the same way
-// (on the bf16 pack and the 40-token prompt, CPU worlds 1 and 3 differ by 0.024 at the prompt's last
-// row and by up to 0.35 over the decode steps, tokens all identical), so later tokens are printed,
-// not asserted. Both generate_test's 11-token prompt and this file's 40-token one are run.
-TEST_F(CudaGenerate, Bf16ModeWithinTheCpuWorldsBounds) {
+// BF16 mode against the check-mode oracle (the CPU backend with --activations f32, world 1): the GPU's
+// prompt rows must be as close to the oracle as the CPU backend's own bf16 rows are, within
+// model_compare.h's kOracle* margins, and the first greedy token must be the CPU's. Why not the GPU
+// against the CPU directly (the kBf16* bounds): two correct bf16 implementations that sum in another
+// fp32 order drift apart by flipped bf16 roundings, and how far depends on the pack. On the bf16 pack
+// the CPU itself, with only its dot products summed in the MMA path's order (16-product groups per
+// 32-element block), lands at median 0.0214 and top-1 0.825 from its usual order, outside kBf16* as the
+// GPU is, and its rows against the oracle nearly coincide with the GPU's (docs/cuda-backend.md "BF16
+// mode"). A broken op, a missing exchange or a wrong split moves every row from the oracle and fails;
+// an op that rounds at another point than its CPU op shows in the op tests' bf16 steps
+// (tests/gpu/gpu_op_steps.h: products asserted, every output printed with DSV41_GPU_STEPS=1). The old
+// comparisons, GPU against the CPU and CPU worlds against CPU world 1, are printed. Both
+// generate_test's 11-token prompt and this file's 40-token one are run. DSV41_BF16_LOGITS_DIR, when
+// set, receives every run's logits (float32 rows).
+TEST_F(CudaGenerate, Bf16ModeIsAsCloseToTheCheckModeOracleAsTheCpu) {
   test::TempDir dir("cuda_bf16");
+  const char* dump = std::getenv("DSV41_BF16_LOGITS_DIR");
+  auto keep = [&](const std::string& name, const GenerateResult& r) {
+    if (!dump || !*dump) return;
+    std::string bytes;
+    for (const auto& row : r.logits) bytes.append(reinterpret_cast<const char*>(row.data()), row.size() * sizeof(float));
+    test::write_bytes(fs::path(dump) / (name + ".logits"), std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  };
   for (const std::string format : {"release", "bf16"}) {
     const fs::path& pack = test::tiny_pack(format);
-    for (int world = 1; world <= 4; ++world) {
-      const fs::path programs = dir / (format + "-bf16-w" + std::to_string(world));
-      plan_world(pack, world, DType::BF16, programs);
-      for (const bool short_prompt : {true, false}) {
-        const std::string what = "pack " + format + ", world " + std::to_string(world) + ", activations bf16, " +
-                                 (short_prompt ? "11" : "40") + "-token prompt";
+    plan_world(pack, 1, DType::F32, dir / (format + "-f32-w1"));
+    for (const bool short_prompt : {true, false}) {
+      const std::string prompt_name = short_prompt ? "11" : "40";
+      auto options = [&](const fs::path& programs) {
         GenerateOptions o = options_for(programs, pack);
         o.all_logits = true;
         if (short_prompt) {
           o.prompt = {5, 6, 7, 8, 9, 10, 300, 301, 1000, 17, 4};  // generate_test's
           o.max_tokens = 5;
         }
+        return o;
+      };
+      auto oracle = generate(options(dir / (format + "-f32-w1")));
+      ASSERT_TRUE(oracle.is_ok()) << oracle.status().message();
+      keep(format + "-p" + prompt_name + "-oracle", *oracle);
+      std::optional<GenerateResult> cpu_world1;
+      for (int world = 1; world <= 4; ++world) {
+        const fs::path programs = dir / (format + "-bf16-w" + std::to_string(world));
+        if (!fs::exists(programs / "rank0.fb")) plan_world(pack, world, DType::BF16, programs);
+        const GenerateOptions o = options(programs);
+        const std::string what = "pack " + format + ", world " + std::to_string(world) + ", activations bf16, " +
+                                 prompt_name + "-token prompt";
         auto cpu = generate(o);
         ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
         auto gpu = on_cuda(o, false, nullptr);
         ASSERT_TRUE(gpu.is_ok()) << gpu.status().message();
+        const std::string name = format + "-p" + prompt_name + "-w" + std::to_string(world);
+        keep(name + "-cpu", *cpu);
+        keep(name + "-gpu", *gpu);
+        if (world == 1) cpu_world1 = *cpu;
         ASSERT_FALSE(gpu->tokens.empty());
         ASSERT_EQ(gpu->logits.size(), cpu->logits.size());
         EXPECT_EQ(gpu->tokens[0], cpu->tokens[0]) << what;
-        const size_t prompt_rows = o.prompt.size();
-        const model_test::Bf16Agreement rows = model_test::bf16_agreement(gpu->logits, cpu->logits, 0, prompt_rows);
-        model_test::expect_bf16_agreement(rows, what + ", prompt rows");
+        const size_t rows = o.prompt.size();
+        const model_test::Bf16Agreement gpu_oracle = model_test::bf16_agreement(gpu->logits, oracle->logits, 0, rows);
+        const model_test::Bf16Agreement cpu_oracle = model_test::bf16_agreement(cpu->logits, oracle->logits, 0, rows);
+        model_test::expect_as_close_to_the_oracle(gpu_oracle, cpu_oracle, what + ", prompt rows");
         size_t same = 0;
         while (same < gpu->tokens.size() && gpu->tokens[same] == cpu->tokens[same]) ++same;
-        const model_test::Bf16Agreement decoded =
-            model_test::bf16_agreement(gpu->logits, cpu->logits, prompt_rows, gpu->logits.size());
-        std::printf("[measured] %s: prompt rows %s; %zu of %zu tokens identical; decode rows %s\n", what.c_str(),
-                    model_test::describe(rows).c_str(), same, gpu->tokens.size(),
-                    model_test::describe(decoded).c_str());
+        std::printf("[measured] %s: prompt rows against the f32 oracle: cuda %s; cpu %s\n", what.c_str(),
+                    model_test::describe(gpu_oracle).c_str(), model_test::describe(cpu_oracle).c_str());
+        std::printf("[measured] %s: cuda against cpu: prompt rows %s; %zu of %zu tokens identical; decode rows %s; "
+                    "cpu world %d against cpu world 1: prompt rows %s\n",
+                    what.c_str(), model_test::describe(model_test::bf16_agreement(gpu->logits, cpu->logits, 0, rows)).c_str(),
+                    same, gpu->tokens.size(),
+                    model_test::describe(model_test::bf16_agreement(gpu->logits, cpu->logits, rows, gpu->logits.size())).c_str(),
+                    world, model_test::describe(model_test::bf16_agreement(cpu->logits, cpu_world1->logits, 0, rows)).c_str());
       }
     }
   }

@@ -52,18 +52,17 @@ std::vector<std::string> digests(const std::string& err, int rank) {
   return out;
 }
 
-class CudaRankProcesses : public ::testing::Test {
+class CudaRankProcesses : public DeviceTest {
  protected:
   void SetUp() override {
-    device_ = open_test_device();
-    if (!device_.driver) GTEST_SKIP() << device_.skip;
+    DeviceTest::SetUp();
+    if (IsSkipped()) return;
     auto count = device_.driver->device_count();
     if (!count.is_ok() || *count < 2) GTEST_SKIP() << "world 2 as processes needs 2 GPUs (one per rank: NCCL refuses "
                                                      "two ranks on one device)";
     auto nccl = gpu::NcclLibrary::open();
     if (!nccl.is_ok()) GTEST_SKIP() << nccl.status().message();
   }
-  TestDevice device_;
 };
 
 TEST_F(CudaRankProcesses, WorldTwoMatchesTheCpuRanksAgreeAndGraphsEqualEager) {
@@ -161,11 +160,11 @@ void kill_mid_decode(int victim) {
               err.substr(last == std::string::npos ? 0 : last).c_str());
 }
 
+using CudaRankProcessesOneGpu = DeviceTest;
+
 // NCCL takes one rank per device: two rank processes on GPU 0 get the id over the control connection,
 // then both fail in ncclCommInitRank, and the world ends with NCCL's reason (not a hang). Needs one GPU.
-TEST(CudaRankProcessesOneGpu, TwoRanksOnOneGpuEndWithNcclsReason) {
-  const TestDevice device = open_test_device();
-  if (!device.driver) GTEST_SKIP() << device.skip;
+TEST_F(CudaRankProcessesOneGpu, TwoRanksOnOneGpuEndWithNcclsReason) {
   auto nccl = gpu::NcclLibrary::open();
   if (!nccl.is_ok()) GTEST_SKIP() << nccl.status().message();
   test::TempDir dir("nccl_one_gpu");

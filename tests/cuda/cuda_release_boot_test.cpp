@@ -47,19 +47,19 @@ class SoloExchange final : public gpu::DeviceExchange {
 
 double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
-TEST(CudaReleaseBoot, SyntheticShareBootsAndItsLedgerIsWithinTwoPercentOfTheDevice) {
+using CudaReleaseBoot = DeviceTest;
+
+TEST_F(CudaReleaseBoot, SyntheticShareBootsAndItsLedgerIsWithinTwoPercentOfTheDevice) {
   const char* path = std::getenv("DSV41_RELEASE_PROGRAM");
   if (!path || !*path) GTEST_SKIP() << "DSV41_RELEASE_PROGRAM is not set";
-  const TestDevice device = open_test_device();
-  if (!device.driver) GTEST_SKIP() << device.skip;
   auto program = ProgramFile::load(path);
   ASSERT_TRUE(program.is_ok()) << program.status().message();
-  SoloExchange exchange(*device.driver);
+  SoloExchange exchange(*device_.driver);
   gpu::GpuSessionOptions options;
   options.synthetic_seed = 1;
   options.load.threads = 16;
   options.load.progress = stdout;
-  auto session = gpu::GpuSession::create(*program, options, *device.driver, exchange);
+  auto session = gpu::GpuSession::create(*program, options, *device_.driver, exchange);
   ASSERT_TRUE(session.is_ok()) << session.status().message();
   std::printf("%s\n", (*session)->boot_report().c_str());
   const auto& m = (*session)->boot_measure();

@@ -11,9 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/plan/targets.h"
-#include "compiler/program/rank_planner.h"
-#include "tests/support/test_support.h"
+#include "tests/runtime/runtime_fixtures.h"
 
 namespace dsv41::cuda_test {
 
@@ -42,20 +40,7 @@ std::string kernel_cache_dir() {
 
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,
                const std::filesystem::path& dir, const std::vector<int32_t>& engram_token_map) {
-  auto inputs = ModelInputs::read(pack.string());
-  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
-  inputs->engram_token_map = engram_token_map;
-  PlanOptions options;
-  options.world = world;
-  options.target = *find_target("h200");
-  options.settings = settings;
-  options.build.cache_dir = kernel_cache_dir();
-  std::filesystem::create_directories(dir);
-  for (int rank = 0; rank < world; ++rank) {
-    auto plan = plan_rank(*inputs, options, rank);
-    ASSERT_TRUE(plan.is_ok()) << "world " << world << " rank " << rank << ": " << plan.status().message();
-    test::write_bytes(dir / ("rank" + std::to_string(rank) + ".fb"), plan->program);
-  }
+  test::write_programs(dir, pack, world, settings, engram_token_map, {"h200", kernel_cache_dir()});
 }
 
 ServingSettings test_settings(DType activations) {

@@ -21,7 +21,8 @@ struct TestDevice {
   gpu::CudaDriver* driver = nullptr;  // null: skip, for `skip`
   std::string skip;
 };
-// Opens the driver and makes device 0 current on the calling thread.
+// Opens the driver and makes device 0 current on the calling thread (DeviceTest's SetUp; tests use
+// the fixture).
 TestDevice open_test_device();
 
 // A suite on device 0: each test skips, saying why, where there is none.
@@ -37,8 +38,8 @@ class DeviceTest : public ::testing::Test {
 // $DSV41_CACHE, else a folder of this process under the temp directory.
 std::string kernel_cache_dir();
 
-// Plans every rank of `world` of the model folder `pack` for target h200 with `settings` into
-// DIR/rank{N}.fb, compiling into kernel_cache_dir(); a failure is reported through gtest.
+// test::write_programs for target h200: every rank of `world` of the model folder `pack` planned with
+// `settings` into DIR/rank{N}.fb, compiling into kernel_cache_dir(); a failure is reported through gtest.
 // `engram_token_map`, when given, is the map the Engram calls hash with (else none: a config with
 // Engram then plans calls the runtime refuses to run).
 void plan_h200(const std::filesystem::path& pack, int world, const ServingSettings& settings,

@@ -12,10 +12,10 @@
 namespace dsv41::cuda_test {
 namespace {
 
-TEST(CudaWeightLoad, DeviceSinkLandsTheHostSinksBytes) {
-  const TestDevice device = open_test_device();
-  if (!device.driver) GTEST_SKIP() << device.skip;
-  gpu::CudaDriver& driver = *device.driver;
+using CudaWeightLoad = DeviceTest;
+
+TEST_F(CudaWeightLoad, DeviceSinkLandsTheHostSinksBytes) {
+  gpu::CudaDriver& driver = *device_.driver;
   for (const std::string format : {"release", "bf16"}) {
     SCOPED_TRACE(format);
     const auto& pack = test::tiny_pack(format);

@@ -53,6 +53,46 @@ Bf16Steps bf16_steps(const uint8_t* cpu, const uint8_t* gpu, int64_t n) {
   return s;
 }
 
+F32Steps f32_steps(const uint8_t* cpu, const uint8_t* gpu, int64_t n) {
+  auto at = [](const uint8_t* bytes, int64_t i) {
+    float v;
+    std::memcpy(&v, bytes + 4 * i, 4);
+    return v;
+  };
+  double max_c = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    if (const float c = at(cpu, i); std::isfinite(c)) max_c = std::max(max_c, std::fabs(static_cast<double>(c)));
+  F32Steps s;
+  for (int64_t i = 0; i < n; ++i) {
+    const float c = at(cpu, i), g = at(gpu, i);
+    if (std::isnan(c) && std::isnan(g)) continue;
+    ++s.n;
+    double steps = INFINITY;
+    if (!std::isnan(c) && !std::isnan(g)) {
+      int e = 0;
+      std::frexp(std::max(std::fabs(static_cast<double>(c)), kStepsAbs * max_c), &e);
+      const double diff = std::fabs(static_cast<double>(g) - c);
+      steps = diff == 0.0 ? 0.0 : diff / std::ldexp(1.0, e - 8);
+    }
+    s.sixteenth += steps > 1.0 / 16;
+    s.half += steps > 0.5;
+    s.max_steps = std::max(s.max_steps, steps);
+  }
+  return s;
+}
+
+std::string steps_line(DType dtype, const uint8_t* cpu, const uint8_t* gpu, int64_t bytes) {
+  if (dtype == DType::BF16) {
+    const Bf16Steps s = bf16_steps(cpu, gpu, bytes / 2);
+    return fmt::format("bf16 n {} differ {} beyond1 {} max {}", s.n, s.differ, s.beyond, s.max_steps);
+  }
+  if (dtype == DType::F32) {
+    const F32Steps s = f32_steps(cpu, gpu, bytes / 4);
+    return fmt::format("f32 n {} over1/16 {} over1/2 {} max {:.4g}", s.n, s.sixteenth, s.half, s.max_steps);
+  }
+  return "";
+}
+
 bool tight_bf16_op(const std::string& key) { return key.rfind("linear{", 0) == 0 || key.rfind("grouped_linear{", 0) == 0; }
 
 bool rounds_act_to_bf16(const std::string& key) {

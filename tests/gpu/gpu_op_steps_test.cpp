@@ -1,5 +1,6 @@
 // tests/gpu/gpu_op_steps_test.cpp — the bf16 step counter of the products' tight check, on known codes
 // (no GPU needed).
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -47,6 +48,19 @@ TEST(GpuOpSteps, RareSingleStepsPassAndNaNMatchesOnlyNaN) {
   const Bf16Steps nan = steps_of(cpu, gpu);
   EXPECT_EQ(nan.beyond, 1);
   EXPECT_FALSE(steps_report("out", nan).empty());
+}
+
+TEST(GpuOpSteps, F32OutputsAreMeasuredInStepsOfTheirBf16Neighbourhood) {
+  // 1.0 and its fp32 neighbour (2^-16 of a bf16 step); 3.0 against 3.0 + 1/64 (a step at 3 is 1/64);
+  // 0.5 against 0.5 + 1/1024 (1/4 step); NaN pairs left out.
+  const std::vector<float> cpu = {1.0f, 3.0f, 0.5f, NAN}, gpu = {std::nextafter(1.0f, 2.0f), 3.0f + 1.0f / 64, 0.5f + 1.0f / 1024, NAN};
+  const F32Steps s = f32_steps(reinterpret_cast<const uint8_t*>(cpu.data()), reinterpret_cast<const uint8_t*>(gpu.data()), 4);
+  EXPECT_EQ(s.n, 3);
+  EXPECT_EQ(s.sixteenth, 2);
+  EXPECT_EQ(s.half, 1);
+  EXPECT_DOUBLE_EQ(s.max_steps, 1.0);
+  EXPECT_EQ(steps_line(DType::F32, reinterpret_cast<const uint8_t*>(cpu.data()), reinterpret_cast<const uint8_t*>(gpu.data()), 16),
+            "f32 n 3 over1/16 2 over1/2 1 max 1");
 }
 
 // Only the experts with bf16 activations get the wider absolute part for their F32 output.

@@ -19,7 +19,8 @@
 // Environment: DSV41_GPU_SEED=N reruns with a given run seed (printed, and named in every failure);
 // DSV41_GPU_FILTER=text checks only keys containing text (several: 'a|b'); DSV41_GPU_DRY=1 runs everything but the GPU
 // (planning, inputs, CPU ops) on a machine without a driver; DSV41_GPU_SELFTEST=1 flips one bit of
-// every GPU output before comparing (every variant must then fail: the comparisons are live); DSV41_SOURCE_DIR overrides the source
+// every GPU output before comparing (every variant must then fail: the comparisons are live);
+// DSV41_GPU_STEPS=1 prints every float output's distance in bf16 steps; DSV41_SOURCE_DIR overrides the source
 // tree holding fixtures/; DSV41_CACHE is the NVRTC cache folder.
 //
 // Pieces: tests/gpu/gpu_op_plan.h (packs, planning, one call per variant), gpu_op_inputs.h (inputs
@@ -156,6 +157,11 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
                        rounds_act_to_bf16(c.key) ? kF32AbsAfterBf16Act : kF32Abs,
                        kPackedFraction);
     EXPECT_TRUE(report.empty()) << report << "\n  inputs: " << inputs->description;
+    if (env_text("DSV41_GPU_STEPS"))  // every float output in bf16 steps (gpu_op_steps.h): issue 9's diagnosis
+      if (const std::string line = steps_line(output_dtype(site, o), c_bytes.data(), g_bytes.data(),
+                                              static_cast<int64_t>(c_bytes.size()));
+          !line.empty())
+        std::printf("       steps of output %s: %s\n", o.arg.c_str(), line.c_str());
     // Products: the tight bf16 check (gpu_op_steps.h), and its counts printed, so that a run shows
     // the bf16 and the FP8/FP4 variants of one op side by side.
     if (tight_bf16_op(c.key) && output_dtype(site, o) == DType::BF16) {

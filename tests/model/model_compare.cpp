@@ -75,11 +75,12 @@ Bf16Agreement bf16_agreement(const Logits& actual, const Logits& expected, size_
   for (size_t r = first; r < last && r < actual.size() && r < expected.size(); ++r)
     relative.push_back(row_diff(actual[r], expected[r]).relative);
   if (relative.empty()) {
-    a.median = a.worst = INFINITY;
+    a.quartile = a.median = a.worst = INFINITY;
     return a;
   }
   std::sort(relative.begin(), relative.end());
   a.rows = relative.size();
+  a.quartile = relative[relative.size() / 4];
   a.median = relative[relative.size() / 2];
   a.worst = relative.back();
   a.top1 = top1_agreement(actual, expected, first, last);
@@ -87,8 +88,8 @@ Bf16Agreement bf16_agreement(const Logits& actual, const Logits& expected, size_
 }
 
 std::string describe(const Bf16Agreement& a) {
-  return fmt::format("over {} rows max|diff|/max|logit| median {:.3g}, max {:.3g}; top-1 agreement {:.3f}", a.rows,
-                     a.median, a.worst, a.top1);
+  return fmt::format("over {} rows max|diff|/max|logit| lower quartile {:.3g}, median {:.3g}, max {:.3g}; top-1 "
+                     "agreement {:.3f}", a.rows, a.quartile, a.median, a.worst, a.top1);
 }
 
 void expect_bf16_agreement(const Bf16Agreement& a, const std::string& what) {
@@ -96,6 +97,17 @@ void expect_bf16_agreement(const Bf16Agreement& a, const std::string& what) {
   EXPECT_LE(a.median, kBf16MedianBound) << what << ": " << describe(a);
   EXPECT_LE(a.worst, kBf16WorstBound) << what << ": " << describe(a);
   EXPECT_GE(a.top1, kBf16Top1Bound) << what << ": " << describe(a);
+}
+
+void expect_as_close_to_the_oracle(const Bf16Agreement& candidate, const Bf16Agreement& reference,
+                                   const std::string& what) {
+  const std::string both = describe(candidate) + "; the reference " + describe(reference);
+  EXPECT_GT(candidate.rows, 0u) << what;
+  EXPECT_EQ(candidate.rows, reference.rows) << what;
+  EXPECT_LE(candidate.quartile, kOracleQuartileFactor * reference.quartile) << what << ": " << both;
+  EXPECT_LE(candidate.median, kOracleMedianFactor * reference.median) << what << ": " << both;
+  EXPECT_LE(candidate.worst, std::max(kOracleMedianFactor * reference.worst, kBf16WorstBound)) << what << ": " << both;
+  EXPECT_GE(candidate.top1, reference.top1 - kOracleTop1Slack) << what << ": " << both;
 }
 
 Crossings crossings(const ModelConfig& c, int64_t length) {

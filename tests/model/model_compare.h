@@ -31,10 +31,11 @@ double expect_rows_close(const Logits& actual, const Logits& expected, size_t fi
 // The fraction of rows in [first, last) whose greedy token is the same.
 double top1_agreement(const Logits& a, const Logits& b, size_t first, size_t last);
 
-// bf16 mode compared statistically (docs/model.md §2): over rows [first, last), the median and the
-// largest max|a − b|/max|b| of a row, and the fraction of rows with the same greedy token.
+// bf16 mode compared statistically (docs/model.md §2): over rows [first, last), the lower quartile,
+// the median and the largest max|a − b|/max|b| of a row, and the fraction of rows with the same
+// greedy token.
 struct Bf16Agreement {
-  double median = 0, worst = 0, top1 = 0;
+  double quartile = 0, median = 0, worst = 0, top1 = 0;
   size_t rows = 0;
 };
 Bf16Agreement bf16_agreement(const Logits& actual, const Logits& expected, size_t first, size_t last);
@@ -53,6 +54,24 @@ constexpr double kBf16WorstBound = 0.25;
 constexpr double kBf16Top1Bound = 0.9;
 // Expects `a` within the three bounds; `what` names the comparison in a failure.
 void expect_bf16_agreement(const Bf16Agreement& a, const std::string& what);
+
+// bf16 mode against the check-mode oracle (the same model with --activations f32): `candidate` (an
+// implementation's prompt rows against the oracle's) must be about as close as `reference` (the CPU
+// backend's bf16 rows against the same oracle). Two correct bf16 implementations that differ only in
+// fp32 summation order sit at similar distances from the oracle, except where a flipped rounding
+// reached the caches and every later row drifts (measured on the tiny fixture, both packs, both
+// prompts: four CPU dot-product orders and the GPU; docs/cuda-backend.md "BF16 mode"): the lower
+// quartile, rows no flip has reached, stays within 0.85-1.05x of the CPU's; the median within 2.4x
+// (0.0080-0.0191 on the bf16 pack's 40-token prompt); the worst row reaches 0.237 (a flipped expert).
+// A broken op, exchange or split moves every row by O(max|logit|), and logits 5% off already fail the
+// quartile and the median. Bounds: quartile <= kOracleQuartileFactor x the reference's; median <=
+// kOracleMedianFactor x the reference's; worst <= the larger of kOracleMedianFactor x the reference's
+// and kBf16WorstBound; top-1 at most kOracleTop1Slack below the reference's.
+constexpr double kOracleQuartileFactor = 1.5;
+constexpr double kOracleMedianFactor = 3.0;
+constexpr double kOracleTop1Slack = 0.1;
+void expect_as_close_to_the_oracle(const Bf16Agreement& candidate, const Bf16Agreement& reference,
+                                   const std::string& what);
 
 // Which limits of docs/model.md §6 some position of a sequence of `length` positions crosses,
 // computed from the config: the window ring wraps; an index source of ratio 2 / ratio 1 sees more

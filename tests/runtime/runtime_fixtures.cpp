@@ -65,7 +65,7 @@ ServingSettings small_settings() {
 }
 
 std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, const ServingSettings& settings,
-                                       const std::vector<int32_t>& engram_token_map) {
+                                       const std::vector<int32_t>& engram_token_map, const PlanTarget& target) {
   std::vector<ProgramFile> out;
   auto inputs = ModelInputs::read(model_dir.string());
   if (!inputs.is_ok()) {
@@ -76,7 +76,13 @@ std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, con
   PlanOptions options;
   options.world = world;
   options.settings = settings;
-  options.target = *find_target("none");
+  auto found = find_target(target.name);
+  if (!found.is_ok()) {
+    ADD_FAILURE() << found.status().message();
+    return out;
+  }
+  options.target = *found;
+  options.build.cache_dir = target.cache_dir;
   for (int rank = 0; rank < world; ++rank) {
     auto plan = plan_rank(*inputs, options, rank);
     if (!plan.is_ok()) {
@@ -93,9 +99,10 @@ std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, con
   return out;
 }
 
-void write_programs(const fs::path& dir, const fs::path& model_dir, int world, const ServingSettings& settings) {
+void write_programs(const fs::path& dir, const fs::path& model_dir, int world, const ServingSettings& settings,
+                    const std::vector<int32_t>& engram_token_map, const PlanTarget& target) {
   fs::create_directories(dir);
-  for (const ProgramFile& file : plan_programs(model_dir, world, settings))
+  for (const ProgramFile& file : plan_programs(model_dir, world, settings, engram_token_map, target))
     write_bytes(dir / ("rank" + std::to_string(file.program().rank()) + ".fb"), file.bytes());
 }
 

@@ -21,12 +21,21 @@ const fs::path& fixture_pack(const std::string& fixture, const std::string& form
 // Small settings that plan quickly: context 64, 2 slots, prefill segments of 8 and 4, decode rows 1 and 2.
 ServingSettings small_settings();
 
-// Plans every rank of `world` for the model folder (target none; Engram calls hash with
-// `engram_token_map`, none when empty); reports a failure and returns what it has.
+// The target plan_programs plans for: "none" (no cubins), or a GPU target whose variants NVRTC
+// compiles into `cache_dir` (the CUDA tests: h200).
+struct PlanTarget {
+  std::string name = "none";
+  std::string cache_dir;
+};
+
+// Plans every rank of `world` for the model folder (Engram calls hash with `engram_token_map`, none
+// when empty); reports a failure and returns what it has.
 std::vector<ProgramFile> plan_programs(const fs::path& model_dir, int world, const ServingSettings& settings,
-                                       const std::vector<int32_t>& engram_token_map = {});
+                                       const std::vector<int32_t>& engram_token_map = {},
+                                       const PlanTarget& target = {});
 // The same, written as DIR/rank{N}.fb.
-void write_programs(const fs::path& dir, const fs::path& model_dir, int world, const ServingSettings& settings);
+void write_programs(const fs::path& dir, const fs::path& model_dir, int world, const ServingSettings& settings,
+                    const std::vector<int32_t>& engram_token_map = {}, const PlanTarget& target = {});
 
 // The index of a weight in a program by name, or -1.
 int64_t weight_index(const fb::Program& program, const std::string& name);
