@@ -247,10 +247,9 @@ std::string variant_source(const Variant& variant, int64_t threads_per_block) {
                          t.name.rfind("dtype_", 0) == 0 || t.name.rfind("format_", 0) == 0
                              ? std::to_string(t.value)
                              : std::to_string(t.value) + "LL");
-  // The minimum blocks an SM (__launch_bounds__'s second argument, capping registers): an op's header may
-  // define DSV41_MIN_BLOCKS(its template arguments) (kernels/linear.cuh); else 0, the compiler's choice
-  // (as without the argument; 1 is not: it let the FP4 experts take 141 registers instead of 128, one
-  // block an SM instead of two, docs/perf.md branch fuse).
+  // No minimum blocks an SM in __launch_bounds__: capping linear's registers at 80 (three blocks an SM)
+  // spilled once the tile loads ran two steps ahead, and two blocks streamed the head faster anyway
+  // (docs/perf.md, branch fuse); 1 is not "no minimum" either (the FP4 experts took 141 registers).
   // Programmatic dependent launch (runtime/gpu/kernel_launcher.cpp): the kernel may be launched before
   // the previous one has completed, so it waits for that one's completion (and memory) before its entry
   // reads or writes anything. It triggers its dependents only implicitly, as its blocks exit: with an
@@ -259,13 +258,12 @@ std::string variant_source(const Variant& variant, int64_t threads_per_block) {
   // up, for grids sized to the SM count). Without the launch attribute, or before sm_90, it is a no-op.
   return fmt::format(
       "// dsv41 variant {}\n#include \"{}.cuh\"\n"
-      "#ifndef DSV41_MIN_BLOCKS\n#define DSV41_MIN_BLOCKS(...) 0\n#endif\n"
-      "extern \"C\" __global__ void __launch_bounds__({}, DSV41_MIN_BLOCKS({})) {}({}) {{\n"
+      "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
       "#if __CUDA_ARCH__ >= 900\n"
       "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
       "#endif\n"
       "  dsv41k::entry::{}<{}>({});\n}}\n",
-      variant.key, variant.op, threads_per_block, targs, variant.entry, params, variant.op, targs, forwards);
+      variant.key, variant.op, threads_per_block, variant.entry, params, variant.op, targs, forwards);
 }
 
 }  // namespace dsv41

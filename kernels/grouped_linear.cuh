@@ -11,10 +11,6 @@
 namespace dsv41k {
 namespace entry {
 
-#undef DSV41_MIN_BLOCKS  // linear's, with this entry's template parameters
-#define DSV41_MIN_BLOCKS(groups, in_per_group, out_per_group, dtype_x, format_w, dtype_out) \
-  dsv41k::linear_detail::min_blocks(dtype_x)
-
 template <long long groups, long long in_per_group, long long out_per_group, int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out) {
   static_assert(groups >= 1 && groups <= (1 << 24), "groups out of range");

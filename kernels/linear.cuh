@@ -16,12 +16,6 @@ namespace dsv41k {
 namespace linear_detail {
 constexpr int kRowsPerWarp = 4;
 
-// Blocks an SM that a variant's registers must allow: the second argument of the wrapper's
-// __launch_bounds__ (common/kernel_contract.cpp variant_source asks DSV41_MIN_BLOCKS, below). With bf16 x
-// every body fits 80 registers without spills (nvcc --resource-usage, sm_90a), three blocks of 8 warps an
-// SM instead of two; f32 x (check mode) would spill, so it keeps the compiler's choice (0: no minimum).
-__device__ constexpr int min_blocks(int dtype_x) { return dtype_x == DT_BF16 ? 3 : 0; }
-
 // Whether a product compiles the tiled path above kGemvRows rows: bf16 x, a format the tile loader
 // decodes, K (n) of whole kBK steps, and every 128-column tile reading one x range (one_x_range: linear
 // always; grouped_linear when its groups are whole 128-column tiles or there is one group).
@@ -181,8 +175,6 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
 }  // namespace linear_detail
 
 namespace entry {
-
-#define DSV41_MIN_BLOCKS(in_features, dtype_x, format_w, dtype_out) dsv41k::linear_detail::min_blocks(dtype_x)
 
 template <long long in_features, int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out,
