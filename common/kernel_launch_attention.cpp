@@ -40,7 +40,7 @@ int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_
 // Mirrors sparse_attention_detail of kernels/sparse_attention.cuh.
 constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 16, kAttnMaxPartials = 1024;
 constexpr int64_t kAttnMaxHeadDim = 2048;
-constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 3 * 8 + 8 * 16) + 12 * 32 + 16;  // its static arrays, about 2 KiB
+constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 16) + 12 * 32 + 16;  // its static arrays, 10 KiB
 constexpr int64_t kAttnSplitRows = 16;      // phases of at most this many rows split their keys
 constexpr int64_t kAttnDecodeGroup = 2;     // heads a block at decode: more blocks, each key read by H/2
 constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
@@ -110,7 +110,8 @@ Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env)
   d.grid[0] = rows;
   d.grid[1] = groups;
   d.grid[2] = splits;
-  d.dynamic_shared = 4 * (kAttnTile + group) * ((dh + 7) / 8 * 8);
+  const int64_t dp = (dh + 7) / 8 * 8;
+  d.dynamic_shared = 4 * (kAttnTile * (dp + 4) + group * dp);
   d.bounds.push_back({"sparse_attention head_dim", dh, kAttnMaxHeadDim});
   d.bounds.push_back({"sparse_attention shared memory", kAttnStaticShared + d.dynamic_shared, 0});
   return d;

@@ -6,14 +6,15 @@
 //
 // Launch (common/kernel_launch_attention.cpp): grid (R, ⌈H/G⌉, S), 256 threads a block; G (heads a
 // block, at most kMaxGroup) and S (splits of the keys) come from the launch, the kernel reads them
-// from gridDim (G = ⌈H / gridDim.y⌉). Dynamic shared memory: 4·(kTile + G)·Dp bytes (a tile of keys
-// and the group's queries as fp32, Dp = Dh rounded up to 8). Key slots: the window's Wn slots (oldest
-// position first) then the K listed entries; split s takes slots [s·P, s·P + P) (P = ⌈(Wn + K)/S⌉
-// rounded up to kTile), skipping positions before 0, unlisted (−1) and out-of-range entries (these
+// from gridDim (G = ⌈H / gridDim.y⌉). Dynamic shared memory: 4·(kTile·(Dp + 4) + G·Dp) bytes (a tile
+// of keys and the group's queries as fp32, Dp = Dh rounded up to 8); static about 10 KiB. Key slots:
+// the window's Wn slots (oldest position first) then the K listed entries; split s takes slots
+// [s·P, s·P + P) (P = ⌈(Wn + K)/S⌉ rounded up to kTile), skipping positions before 0, unlisted (−1) and out-of-range entries (these
 // report ERR_SELECTION). Each tile of kTile slots: the keys are dequantized into shared memory (a
 // packed group's scale decoded once per 8 values, a this-step row's FP8 rounding from its group's amax
-// found once by 4 lanes), the logits q·k·scale by 8-lane dots, then an online softmax by one warp a
-// head, then o += p·k with a thread owning 2 dimensions of every head of the group.
+// found once by 4 lanes), the logits q·k·scale (lane i key i, each warp an eighth of the columns for
+// every head, the parts summed in warp order), an online softmax by one warp a head, then o += p·k
+// with a thread owning 2 dimensions of every head of the group.
 // S = 1 (prefill, or few keys): the block divides by the denominator (with e^{sink−m}) and stores.
 // S > 1: partials go to this module's __device__ arrays (kMaxPartials·(Dh + 2) floats, beside the
 // memory ledger) and the last block of the (row, group) to finish (a counter, reset by that block)
@@ -37,7 +38,7 @@ constexpr int kMaxSplits = 16;     // blocks a (row, group) at most
 constexpr int kMaxPartials = 1024; // R·H·S of a split launch at most: sizes the partial arrays
 __device__ constexpr long long padded_dim(long long dh) { return (dh + 7) / 8 * 8; }
 __device__ constexpr long long dynamic_shared_bytes(long long dh, long long group) {
-  return 4 * (kTile + group) * padded_dim(dh);
+  return 4 * (kTile * (padded_dim(dh) + 4) + group * padded_dim(dh));
 }
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -115,6 +116,21 @@ __device__ __forceinline__ void load_eight(const char* kr, int kind, int u, floa
     }
   }
 }
+
+// This thread's accumulator values (dimensions 2·(tid + c·kThreads) and the next, of heads g < gc),
+// each handed to put(head, dimension, value).
+template <int Dh, int P, class Put>
+__device__ __forceinline__ void each_acc(const float (&acc)[kMaxGroup][P][2], int gc, Put put) {
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g)
+    if (g < gc)
+#pragma unroll
+      for (int c = 0; c < P; ++c) {
+        const int d = 2 * (static_cast<int>(threadIdx.x) + c * kThreads);
+        if (d < Dh) put(g, d, acc[g][c][0]);
+        if (d + 1 < Dh) put(g, d + 1, acc[g][c][1]);
+      }
+}
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace sparse_attention_detail
 
@@ -139,15 +155,17 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   using namespace sparse_attention_detail;
   constexpr int H = static_cast<int>(heads), Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window),
                 K = static_cast<int>(topk);
-  constexpr int Dp = static_cast<int>(padded_dim(Dh)), kUnits = Dp / 8, kPairs = (Dp / 2 + kThreads - 1) / kThreads;
+  constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
+  constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
   constexpr long long kRowBytes = static_cast<long long>(Dh) * (dtype_kv == DT_BF16 ? 2 : 4);
   constexpr long long kRingRowBytes = kPacked ? cache_rows::row_bytes<CACHE_WINDOW>(Dh) : kRowBytes;
   constexpr long long kCacheRowBytes = kPacked ? cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) : kRowBytes;
   const float kNegInf = -__int_as_float(0x7f800000);
   extern __shared__ float4 dynamic_shared[];
-  float* keys = reinterpret_cast<float*>(dynamic_shared);  // [kTile][Dp]
-  float* qs = keys + kTile * Dp;                             // [G][Dp]
-  __shared__ __align__(16) float p_tile[kTile][kMaxGroup];                 // logits, then e^{l − m}
+  float* keys = reinterpret_cast<float*>(dynamic_shared);  // [kTile][kRS]
+  float* qs = keys + kTile * kRS;                            // [G][Dp]
+  __shared__ __align__(16) float p_tile[kTile][kMaxGroup];  // e^{l − m} of the tile
+  __shared__ float part_sum[kThreads / 32][kMaxGroup][kTile];  // the warps' parts of the logits
   __shared__ float run_max[kMaxGroup], run_sum[kMaxGroup], rescale[kMaxGroup];
   __shared__ float weights[kMaxGroup][kMaxSplits];
   __shared__ const char* key_row[kTile];
@@ -232,34 +250,38 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
       const int i = it / kUnits, u = it % kUnits;
       float v[8];
       load_eight<Dh, dtype_kv, kPacked>(key_row[i], key_kind[i], u, v);
-      float4* dst = reinterpret_cast<float4*>(keys + i * Dp + 8 * u);
+      float4* dst = reinterpret_cast<float4*>(keys + i * kRS + 8 * u);
       dst[0] = make_float4(v[0], v[1], v[2], v[3]);
       dst[1] = make_float4(v[4], v[5], v[6], v[7]);
     }
     __syncthreads();
-    // Logits: 8 lanes a (head, key) dot, lane k taking float4 columns ≡ k (mod 8).
-    const int sub = lane >> 3, k8 = lane & 7;
-    for (int d0 = 4 * warp; d0 < gc * kTile; d0 += kThreads / 8) {  // warp-uniform
-      const int dd = d0 + sub, g = dd / kTile, i = dd % kTile;
-      const bool valid = dd < gc * kTile;
-      float sum = 0.0f;
-      if (valid) {
-        const float4* kq = reinterpret_cast<const float4*>(qs + g * Dp);
-        const float4* kk = reinterpret_cast<const float4*>(keys + i * Dp);
-        for (int c = k8; c < Dp / 4; c += 8) {
-          const float4 a = kq[c], b = kk[c];
-          sum = fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, sum))));
-        }
+    // Logits: warp w sums the float4 columns ≡ w (mod 8) of key `lane` (rows kRS apart: no bank
+    // conflicts) against every head of the group (a broadcast); the warps' parts meet in `part_sum`.
+    {
+      float part[kMaxGroup];
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) part[g] = 0.0f;
+      const float4* kk = reinterpret_cast<const float4*>(keys + lane * kRS);
+      for (int c = warp; c < Dp / 4; c += kWarps) {
+        const float4 b = kk[c];
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g)
+          if (g < gc) {
+            const float4 a = reinterpret_cast<const float4*>(qs + g * Dp)[c];
+            part[g] = fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, part[g]))));
+          }
       }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 4);
-      if (valid && k8 == 0) p_tile[i][g] = key_kind[i] == KEY_NONE ? kNegInf : sum * scale;
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+        if (g < gc) part_sum[warp][g][lane] = part[g];
     }
     __syncthreads();
-    // Online softmax: warp g keeps head g's running max and sum.
+    // Online softmax: warp g keeps head g's running max and sum, lane i key i of the tile.
     if (warp < gc) {
-      const float l = p_tile[lane][warp], m_old = run_max[warp];
+      float dot = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) dot += part_sum[w][warp][lane];
+      const float l = key_kind[lane] == KEY_NONE ? kNegInf : dot * scale, m_old = run_max[warp];
       const float m_new = fmaxf(m_old, warp_max(l));
       const float e = m_new == kNegInf ? 0.0f : expf(l - m_new);
       const float c = m_old == kNegInf ? 0.0f : expf(m_old - m_new);
@@ -281,7 +303,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
       for (int c = 0; c < kPairs; ++c) {
         const int d2 = tid + c * kThreads;
         if (2 * d2 >= Dp) continue;
-        const float2 k2 = reinterpret_cast<const float2*>(keys + i * Dp)[d2];
+        const float2 k2 = reinterpret_cast<const float2*>(keys + i * kRS)[d2];
 #pragma unroll
         for (int g = 0; g < kMaxGroup; ++g)
           if (g < gc) acc[g][c][0] = fmaf(e[g], k2.x, acc[g][c][0]), acc[g][c][1] = fmaf(e[g], k2.y, acc[g][c][1]);
@@ -297,31 +319,16 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
       weights[tid][0] = wm / (fmaf(run_sum[tid], wm, expf(sk - top)));
     }
     __syncthreads();
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g)
-      if (g < gc)
-#pragma unroll
-        for (int c = 0; c < kPairs; ++c) {
-          const int d = 2 * (tid + c * kThreads);
-          const long long o = (r * H + h0 + g) * Dh + d;
-          if (d < Dh) store<dtype_out>(out, o, acc[g][c][0] * weights[g][0]);
-          if (d + 1 < Dh) store<dtype_out>(out, o + 1, acc[g][c][1] * weights[g][0]);
-        }
+    each_acc<Dh>(acc, gc, [&](int g, int d, float v) {
+      store<dtype_out>(out, (r * H + h0 + g) * Dh + d, v * weights[g][0]);
+    });
     return;
   }
 
   // Split: publish this block's partials; the last block of the (row, group) combines them.
   float* part = g_acc<head_dim>;
   auto index = [&](int g, int split) { return (r * H + h0 + g) * S + split; };
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g)
-    if (g < gc)
-#pragma unroll
-      for (int c = 0; c < kPairs; ++c) {
-        const int d = 2 * (tid + c * kThreads);
-        if (d < Dh) part[index(g, s) * Dh + d] = acc[g][c][0];
-        if (d + 1 < Dh) part[index(g, s) * Dh + d + 1] = acc[g][c][1];
-      }
+  each_acc<Dh>(acc, gc, [&](int g, int d, float v) { part[index(g, s) * Dh + d] = v; });
   if (tid < gc) g_max_sum[index(tid, s)] = make_float2(run_max[tid], run_sum[tid]);
   __threadfence();
   __syncthreads();
