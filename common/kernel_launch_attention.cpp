@@ -38,11 +38,10 @@ int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_
 }
 
 // Mirrors sparse_attention_detail of kernels/sparse_attention.cuh.
-constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 16, kAttnMaxPartials = 1024;
+constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 16, kAttnMaxPartials = 4096;
 constexpr int64_t kAttnMaxHeadDim = 2048;
 constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 16) + 12 * 32 + 16;  // its static arrays, 10 KiB
 constexpr int64_t kAttnSplitRows = 16;      // phases of at most this many rows split their keys
-constexpr int64_t kAttnDecodeGroup = 2;     // heads a block at decode: more blocks, each key read by H/2
 constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
 
 }  // namespace
@@ -90,13 +89,16 @@ Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
 
 // Grid (R, ⌈H/G⌉, S), kernels/sparse_attention.cuh: G heads a block share each key read; decode phases
 // split a row's key slots over S blocks (whole tiles each, enough blocks to fill the device, within
-// the kernel's partial arrays), larger phases take a block a (row, group) over every key.
+// the kernel's partial arrays), larger phases take a block a (row, group) over every key. G grows with
+// the (row, head) pairs: few of them want many blocks (small groups, many splits), many of them fill
+// the device anyway and are cheaper with each key read for 8 heads.
 Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env) {
   const int64_t heads = call.constant("heads"), dh = call.constant("head_dim");
   const int64_t window = call.constant("window"), topk = call.constant("topk");
   const int64_t rows = std::max<int64_t>(1, env.rows);
   const bool decode = rows <= kAttnSplitRows;
-  const int64_t group = std::min(heads, decode ? kAttnDecodeGroup : kAttnMaxGroup);
+  const int64_t pairs = rows * heads;
+  const int64_t group = std::min(heads, !decode || pairs > 128 ? kAttnMaxGroup : pairs > 64 ? 4 : 2);
   const int64_t groups = ceil_div(heads, group);
   int64_t splits = 1;
   if (decode) {

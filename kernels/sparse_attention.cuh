@@ -35,7 +35,8 @@ constexpr int kThreads = 256;
 constexpr int kTile = 32;          // key slots a tile (a lane each in the softmax)
 constexpr int kMaxGroup = 8;       // heads a block (a warp each in the softmax)
 constexpr int kMaxSplits = 16;     // blocks a (row, group) at most
-constexpr int kMaxPartials = 1024; // R·H·S of a split launch at most: sizes the partial arrays
+constexpr int kMaxPartials = 4096; // R·H·S of a split launch at most: sizes the partial arrays
+constexpr int kBatch = 4;          // key loads a thread has in flight while filling a tile
 __device__ constexpr long long padded_dim(long long dh) { return (dh + 7) / 8 * 8; }
 __device__ constexpr long long dynamic_shared_bytes(long long dh, long long group) {
   return 4 * (kTile * (padded_dim(dh) + 4) + group * padded_dim(dh));
@@ -50,69 +51,93 @@ __device__ float g_acc[kMaxPartials * Dh];
 __device__ float2 g_max_sum[kMaxPartials];
 __device__ unsigned g_finished[kMaxPartials];  // per (row, group): blocks done (zero at load)
 
-// Eight values u·8 .. u·8 + 7 of key row kr of kind `kind` into v (zeros past Dh or for no key).
-// Every lane of the warp calls it (the FP8 rounding of a this-step row shares its group's amax by
-// shuffles among the 4 lanes that hold the group's 32 values).
+// The raw bits of eight key values u·8 .. u·8 + 7 of one key row, fetched before any is decoded so
+// that a thread's loads of a tile are all in flight at once: act values (bf16 pairs, or fp32 / any
+// value when Dh is not a multiple of 8), or a packed row's codes and its group's scale byte.
+template <int Dh, int DT>
+struct KeyBits {
+  static constexpr int kWords = DT == DT_F32 || Dh % 8 != 0 ? 8 : 4;
+  unsigned w[kWords];
+  unsigned scale;
+};
+
+__device__ __forceinline__ unsigned bytes4(const unsigned char* b) {
+  return b[0] | b[1] << 8 | b[2] << 16 | static_cast<unsigned>(b[3]) << 24;
+}
+
 template <int Dh, int DT, bool kPacked>
-__device__ __forceinline__ void load_eight(const char* kr, int kind, int u, float* v) {
+__device__ __forceinline__ void fetch_eight(const char* kr, int kind, int u, KeyBits<Dh, DT>& k) {
 #pragma unroll
-  for (int k = 0; k < 8; ++k) v[k] = 0.0f;
+  for (int j = 0; j < KeyBits<Dh, DT>::kWords; ++j) k.w[j] = 0u;
+  k.scale = 0u;
+  if (kind == KEY_NONE) return;
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(kr);
   if constexpr (kPacked) {
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(kr);
     if (kind == KEY_CACHE) {  // FP4 codes, an E4M3 scale per 16
-      const float scale = cache_rows::scale_value<CACHE_COMPRESSED>(b[Dh / 2 + u / 2]);
-      unsigned codes;
-      if constexpr (cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) % 4 == 0) codes = *reinterpret_cast<const unsigned*>(b + 4 * u);
-      else codes = b[4 * u] | b[4 * u + 1] << 8 | b[4 * u + 2] << 16 | static_cast<unsigned>(b[4 * u + 3]) << 24;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] = __fmul_rn(e2m1_to_float((codes >> (4 * k)) & 15u), scale);
-    } else if (kind == KEY_RING) {  // FP8 codes, a UE8M0 scale per 32
-      const float scale = e8m0_to_float(b[Dh + u / 4]);
-      uint2 codes;
+      k.scale = b[Dh / 2 + u / 2];
+      constexpr bool kAligned = cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) % 4 == 0;
+      k.w[0] = kAligned ? *reinterpret_cast<const unsigned*>(b + 4 * u) : bytes4(b + 4 * u);
+      return;
+    }
+    if (kind == KEY_RING) {  // FP8 codes, a UE8M0 scale per 32 (rows of Dh + Dh/32 bytes: not always 8-aligned)
+      k.scale = b[Dh + u / 4];
       if constexpr (cache_rows::row_bytes<CACHE_WINDOW>(Dh) % 8 == 0) {
-        codes = *reinterpret_cast<const uint2*>(b + 8 * u);
-      } else {  // rows of Dh + Dh/32 bytes are not 8-aligned for every Dh
-        codes.x = b[8 * u] | b[8 * u + 1] << 8 | b[8 * u + 2] << 16 | static_cast<unsigned>(b[8 * u + 3]) << 24;
-        codes.y = b[8 * u + 4] | b[8 * u + 5] << 8 | b[8 * u + 6] << 16 | static_cast<unsigned>(b[8 * u + 7]) << 24;
+        const uint2 c = *reinterpret_cast<const uint2*>(b + 8 * u);
+        k.w[0] = c.x, k.w[1] = c.y;
+      } else {
+        k.w[0] = bytes4(b + 8 * u), k.w[1] = bytes4(b + 8 * u + 4);
       }
+      return;
+    }
+  }
+  if constexpr (Dh % 8 == 0) {  // an act row: 16-byte loads
+    const uint4* p = reinterpret_cast<const uint4*>(kr + 8 * u * (DT == DT_F32 ? 4 : 2));
+    const uint4 a = p[0];
+    k.w[0] = a.x, k.w[1] = a.y, k.w[2] = a.z, k.w[3] = a.w;
+    if constexpr (DT == DT_F32) {
+      const uint4 c = p[1];
+      k.w[4] = c.x, k.w[5] = c.y, k.w[6] = c.z, k.w[7] = c.w;
+    }
+  } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        v[k] = __fmul_rn(e4m3_to_float((codes.x >> (8 * k)) & 0xFFu), scale);
-        v[k + 4] = __fmul_rn(e4m3_to_float((codes.y >> (8 * k)) & 0xFFu), scale);
+    for (int j = 0; j < 8; ++j) k.w[j] = 8 * u + j < Dh ? __float_as_uint(load<DT>(kr, 8 * u + j)) : 0u;
+  }
+}
+
+// The eight values of fetch_eight's bits (zeros for no key). Every lane of the warp calls it: the FP8
+// rounding of a this-step row (packed ring) shares its group's amax by shuffles among the 4 lanes that
+// hold the group's 32 values.
+template <int Dh, int DT, bool kPacked>
+__device__ __forceinline__ void decode_eight(const KeyBits<Dh, DT>& k, int kind, float* v) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if constexpr (DT == DT_F32 || Dh % 8 != 0) v[j] = __uint_as_float(k.w[j]);
+    else v[j] = bf16_bits_to_float(static_cast<unsigned short>(j & 1 ? k.w[j / 2] >> 16 : k.w[j / 2] & 0xFFFFu));
+  }
+  if constexpr (kPacked) {
+    if (kind == KEY_CACHE) {
+      const float scale = cache_rows::scale_value<CACHE_COMPRESSED>(k.scale);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = __fmul_rn(e2m1_to_float((k.w[0] >> (4 * j)) & 15u), scale);
+    } else if (kind == KEY_RING) {
+      const float scale = e8m0_to_float(k.scale);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[j] = __fmul_rn(e4m3_to_float((k.w[0] >> (8 * j)) & 0xFFu), scale);
+        v[j + 4] = __fmul_rn(e4m3_to_float((k.w[1] >> (8 * j)) & 0xFFu), scale);
       }
-    } else if (kind == KEY_KV) {
-#pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] = load<DT>(kr, 8 * u + k);
     }
     float amax = 0.0f;
     if (kind == KEY_KV)
 #pragma unroll
-      for (int k = 0; k < 8; ++k) amax = fmaxf(amax, fabsf(v[k]));
+      for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
     if (kind == KEY_KV) {  // as cache_rows::window_rounded, the group's scale found once
       const float scale = e8m0_to_float(cache_rows::scale_byte<CACHE_WINDOW>(amax));
 #pragma unroll
-      for (int k = 0; k < 8; ++k)
-        v[k] = __fmul_rn(e4m3_to_float(cache_rows::float_to_e4m3(__fdiv_rn(v[k], scale))), scale);
-    }
-  } else {
-    if (kind == KEY_NONE) return;
-    if constexpr (Dh % 8 == 0 && DT == DT_BF16) {
-      const uint4 w = *reinterpret_cast<const uint4*>(kr + 16 * u);
-      const unsigned part[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        v[2 * k] = bf16_bits_to_float(static_cast<unsigned short>(part[k] & 0xFFFFu));
-        v[2 * k + 1] = bf16_bits_to_float(static_cast<unsigned short>(part[k] >> 16));
-      }
-    } else if constexpr (Dh % 8 == 0 && DT == DT_F32) {
-      const float4 a = reinterpret_cast<const float4*>(kr)[2 * u], c = reinterpret_cast<const float4*>(kr)[2 * u + 1];
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = c.x, v[5] = c.y, v[6] = c.z, v[7] = c.w;
-    } else {
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-        if (8 * u + k < Dh) v[k] = load<DT>(kr, 8 * u + k);
+      for (int j = 0; j < 8; ++j)
+        v[j] = __fmul_rn(e4m3_to_float(cache_rows::float_to_e4m3(__fdiv_rn(v[j], scale))), scale);
     }
   }
 }
@@ -244,15 +269,25 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
       live = kind != KEY_NONE;
     }
     if (!__syncthreads_or(live)) continue;
-    // The tile's keys as fp32 rows.
-#pragma unroll 4
-    for (int it = tid; it < kTile * kUnits; it += kThreads) {  // kTile·kUnits is a multiple of 32
-      const int i = it / kUnits, u = it % kUnits;
-      float v[8];
-      load_eight<Dh, dtype_kv, kPacked>(key_row[i], key_kind[i], u, v);
-      float4* dst = reinterpret_cast<float4*>(keys + i * kRS + 8 * u);
-      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
-      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+    // The tile's keys as fp32 rows: kBatch loads a thread in flight, then their decoding.
+    for (int b0 = 0; b0 < kTile * kUnits; b0 += kBatch * kThreads) {  // kTile·kUnits is a multiple of 32
+      KeyBits<Dh, dtype_kv> bits[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int it = b0 + k * kThreads + tid;
+        if (it < kTile * kUnits)
+          fetch_eight<Dh, dtype_kv, kPacked>(key_row[it / kUnits], key_kind[it / kUnits], it % kUnits, bits[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int it = b0 + k * kThreads + tid;
+        if (it >= kTile * kUnits) continue;  // warp-uniform
+        float v[8];
+        decode_eight<Dh, dtype_kv, kPacked>(bits[k], key_kind[it / kUnits], v);
+        float4* dst = reinterpret_cast<float4*>(keys + (it / kUnits) * kRS + 8 * (it % kUnits));
+        dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+        dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      }
     }
     __syncthreads();
     // Logits: warp w sums the float4 columns ≡ w (mod 8) of key `lane` (rows kRS apart: no bank
