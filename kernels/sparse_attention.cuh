@@ -7,14 +7,15 @@
 // Launch (common/kernel_launch_attention.cpp): grid (R, ⌈H/G⌉, S), 256 threads a block; G (heads a
 // block, at most kMaxGroup) and S (splits of the keys) come from the launch, the kernel reads them
 // from gridDim (G = ⌈H / gridDim.y⌉). Dynamic shared memory: 4·(kTile·(Dp + 4) + G·Dp) bytes (a tile
-// of keys and the group's queries as fp32, Dp = Dh rounded up to 8); static about 10 KiB. Key slots:
-// the window's Wn slots (oldest position first) then the K listed entries; split s takes slots
-// [s·P, s·P + P) (P = ⌈(Wn + K)/S⌉ rounded up to kTile), skipping positions before 0, unlisted (−1) and out-of-range entries (these
-// report ERR_SELECTION). Each tile of kTile slots: the keys are dequantized into shared memory (a
-// packed group's scale decoded once per 8 values, a this-step row's FP8 rounding from its group's amax
-// found once by 4 lanes), the logits q·k·scale (lane i key i, each warp an eighth of the columns for
-// every head, the parts summed in warp order), an online softmax by one warp a head, then o += p·k
-// with a thread owning 2 dimensions of every head of the group.
+// of keys and the group's queries as fp32, Dp = Dh rounded up to 8); static about 10 KiB.
+// Key slots: the window's Wn slots (oldest position first), then the K listed entries; split s takes
+// slots [s·P, s·P + P) (P = ⌈(Wn + K)/S⌉ rounded up to kTile), skipping positions before 0, unlisted
+// (−1) and out-of-range entries (these report ERR_SELECTION). Each tile of kTile slots: the keys are
+// fetched with kBatch loads a thread in flight, then dequantized into shared memory (a packed group's
+// scale decoded once per 8 values, a this-step row's FP8 rounding from its group's amax found once by
+// 4 lanes); the logits q·k·scale (lane i key i, each warp an eighth of the columns for every head, the
+// parts summed in warp order); an online softmax by one warp a head; then o += p·k with a thread
+// owning 2 dimensions of every head of the group.
 // S = 1 (prefill, or few keys): the block divides by the denominator (with e^{sink−m}) and stores.
 // S > 1: partials go to this module's __device__ arrays (kMaxPartials·(Dh + 2) floats, beside the
 // memory ledger) and the last block of the (row, group) to finish (a counter, reset by that block)
