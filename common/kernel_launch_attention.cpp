@@ -40,7 +40,8 @@ int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_
 // Mirrors sparse_attention_detail of kernels/sparse_attention.cuh.
 constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 16, kAttnMaxPartials = 4096;
 constexpr int64_t kAttnMaxHeadDim = 2048;
-constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 16) + 12 * 32 + 16;  // its static arrays, 10 KiB
+// Its static arrays, about 10 KiB.
+constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 16) + 12 * 32 + 16;
 constexpr int64_t kAttnSplitRows = 16;      // phases of at most this many rows split their keys
 constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
 

@@ -33,11 +33,11 @@
 namespace dsv41k {
 namespace sparse_attention_detail {
 constexpr int kThreads = 256;
-constexpr int kTile = 32;          // key slots a tile (a lane each in the softmax)
-constexpr int kMaxGroup = 8;       // heads a block (a warp each in the softmax)
-constexpr int kMaxSplits = 16;     // blocks a (row, group) at most
-constexpr int kMaxPartials = 4096; // R·H·S of a split launch at most: sizes the partial arrays
-constexpr int kBatch = 4;          // key loads a thread has in flight while filling a tile
+constexpr int kTile = 32;           // key slots a tile (a lane each in the softmax)
+constexpr int kMaxGroup = 8;        // heads a block (a warp each in the softmax)
+constexpr int kMaxSplits = 16;      // blocks a (row, group) at most
+constexpr int kMaxPartials = 4096;  // R·H·S of a split launch at most: sizes the partial arrays
+constexpr int kBatch = 4;           // key loads a thread has in flight while filling a tile
 __device__ constexpr long long padded_dim(long long dh) { return (dh + 7) / 8 * 8; }
 __device__ constexpr long long dynamic_shared_bytes(long long dh, long long group) {
   return 4 * (kTile * (padded_dim(dh) + 4) + group * padded_dim(dh));
@@ -112,8 +112,10 @@ template <int Dh, int DT, bool kPacked>
 __device__ __forceinline__ void decode_eight(const KeyBits<Dh, DT>& k, int kind, float* v) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    if constexpr (DT == DT_F32 || Dh % 8 != 0) v[j] = __uint_as_float(k.w[j]);
-    else v[j] = bf16_bits_to_float(static_cast<unsigned short>(j & 1 ? k.w[j / 2] >> 16 : k.w[j / 2] & 0xFFFFu));
+    if constexpr (DT == DT_F32 || Dh % 8 != 0)
+      v[j] = __uint_as_float(k.w[j]);
+    else
+      v[j] = bf16_bits_to_float(static_cast<unsigned short>(j & 1 ? k.w[j / 2] >> 16 : k.w[j / 2] & 0xFFFFu));
   }
   if constexpr (kPacked) {
     if (kind == KEY_CACHE) {
@@ -170,7 +172,8 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
                                                  Weight sink, Real scale, Scratch out) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(heads >= 1 && heads <= 65535, "heads out of range");
-  static_assert(head_dim >= 1 && head_dim <= 2048, "head_dim out of range (registers: 2 dims of 8 heads a thread a pass)");
+  static_assert(head_dim >= 1 && head_dim <= 2048,
+                "head_dim out of range (registers: 2 dims of 8 heads a thread a pass)");
   static_assert(window >= 1 && topk >= 0 && window + topk <= (1ll << 30), "window >= 1, topk >= 0");
   static_assert(dtype_kv == DT_F32 || dtype_kv == DT_BF16, "kv is an act buffer");
   constexpr bool kPacked = dtype_ring == DT_PACKED;
@@ -188,9 +191,9 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   constexpr long long kCacheRowBytes = kPacked ? cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) : kRowBytes;
   const float kNegInf = -__int_as_float(0x7f800000);
   extern __shared__ float4 dynamic_shared[];
-  float* keys = reinterpret_cast<float*>(dynamic_shared);  // [kTile][kRS]
-  float* qs = keys + kTile * kRS;                            // [G][Dp]
-  __shared__ __align__(16) float p_tile[kTile][kMaxGroup];  // e^{l − m} of the tile
+  float* keys = reinterpret_cast<float*>(dynamic_shared);      // [kTile][kRS]
+  float* qs = keys + kTile * kRS;                              // [G][Dp]
+  __shared__ __align__(16) float p_tile[kTile][kMaxGroup];     // e^{l − m} of the tile
   __shared__ float part_sum[kThreads / 32][kMaxGroup][kTile];  // the warps' parts of the logits
   __shared__ float run_max[kMaxGroup], run_sum[kMaxGroup], rescale[kMaxGroup];
   __shared__ float weights[kMaxGroup][kMaxSplits];
@@ -333,7 +336,8 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
 #pragma unroll
         for (int c = 0; c < kPairs; ++c) acc[g][c][0] *= rescale[g], acc[g][c][1] *= rescale[g];
     for (int i = 0; i < kTile; ++i) {
-      const float4 e0 = reinterpret_cast<const float4*>(p_tile[i])[0], e1 = reinterpret_cast<const float4*>(p_tile[i])[1];
+      const float4 e0 = reinterpret_cast<const float4*>(p_tile[i])[0],
+                   e1 = reinterpret_cast<const float4*>(p_tile[i])[1];
       const float e[kMaxGroup] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w};
 #pragma unroll
       for (int c = 0; c < kPairs; ++c) {
@@ -355,9 +359,8 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
       weights[tid][0] = wm / (fmaf(run_sum[tid], wm, expf(sk - top)));
     }
     __syncthreads();
-    each_acc<Dh>(acc, gc, [&](int g, int d, float v) {
-      store<dtype_out>(out, (r * H + h0 + g) * Dh + d, v * weights[g][0]);
-    });
+    each_acc<Dh>(acc, gc,
+                 [&](int g, int d, float v) { store<dtype_out>(out, (r * H + h0 + g) * Dh + d, v * weights[g][0]); });
     return;
   }
 

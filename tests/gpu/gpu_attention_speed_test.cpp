@@ -77,8 +77,9 @@ Result<double> time_attention(gpu::CudaDriver& d, gpu::KernelLauncher& launcher,
   int32_t error_word = -1;
   DSV41_TRY(up.errors->download(&error_word, 4));
   if (error_word != 0) return Status::errorf("G {} S {}: error {}", g, s, error_code_name(error_word));
-  return time_per_call(d, count, kReplays,
-                       [&](int, CUstream stream) { return launcher.launch(kernel, launched, env, up.bindings, stream); });
+  return time_per_call(d, count, kReplays, [&](int, CUstream stream) {
+    return launcher.launch(kernel, launched, env, up.bindings, stream);
+  });
 }
 
 void sweep_attention(gpu::CudaDriver& d, gpu::KernelLauncher& launcher, int32_t kernel, const CallSite& site,
@@ -159,8 +160,8 @@ TEST(GpuSpeed, AttentionAndIndexerAtTheReleaseShapes) {
         sweep_attention(*b.driver, *launcher, kernel_of[i], site, **up, name);
         continue;
       }
-      auto us = time_call(*b.driver, *launcher, kernel_of[i], *site.call, call_env(site), {(*up)->bindings}, 10,
-                          kReplays);
+      auto us =
+          time_call(*b.driver, *launcher, kernel_of[i], *site.call, call_env(site), {(*up)->bindings}, 10, kReplays);
       ASSERT_TRUE(us.is_ok()) << us.status().message();
       std::printf("index_select     %-6s %4lld rows mode %lld: %9.2f us  (%s)\n", name,
                   static_cast<long long>(in->rows), static_cast<long long>(site.call->constant("mode")), *us,

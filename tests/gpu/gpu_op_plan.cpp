@@ -91,7 +91,8 @@ std::string row_class(const std::string& op, int64_t rows) {
   if (op == "index_select" || op == "router") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
   // kernels/sparse_attention.cuh: decode rows split their keys over blocks (most splits at one row),
   // larger phases take a block a (row, head group).
-  if (op == "sparse_attention") return rows > kSplitRows ? " (a block a row)" : rows == 1 ? " (split rows: 1)" : " (split rows: 2-16)";
+  if (op == "sparse_attention")
+    return rows > kSplitRows ? " (a block a row)" : rows == 1 ? " (split rows: 1)" : " (split rows: 2-16)";
   constexpr int64_t kDecodeRows = 16;  // kernels/moe_grouped.cuh kMoeRows, kernels/gemv.cuh kGemvRows
   if (op != "moe_experts" && op != "shared_expert" && op != "linear" && op != "grouped_linear") return "";
   // Above 16 rows the tiled tensor-core GEMMs (kernels/gemm_tile.cuh): whole 64-row tiles, a ragged

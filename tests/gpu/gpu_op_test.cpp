@@ -358,7 +358,8 @@ TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
   // format (the packed variants of the cache ops at release sizes).
   ServingSettings official;
   official.cache_format = CacheFormat::Official;
-  const std::vector<std::pair<int, ServingSettings>> plans = {{0, ServingSettings{}}, {2, ServingSettings{}}, {0, official}};
+  const std::vector<std::pair<int, ServingSettings>> plans = {
+      {0, ServingSettings{}}, {2, ServingSettings{}}, {0, official}};
   for (const auto& [rank, settings] : plans) {
     const std::string label = settings.cache_format == CacheFormat::Official ? "release caches=official" : "release";
     auto r = plan_lists(*inputs, label, 4, rank, settings, s.target, without_kernel);
