@@ -37,6 +37,14 @@ int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_
          (mode == 2 ? 4 * ((nb + 31) / 32) : 0);
 }
 
+// Mirrors sparse_attention_detail of kernels/sparse_attention.cuh.
+constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 16, kAttnMaxPartials = 4096;
+constexpr int64_t kAttnMaxHeadDim = 2048;
+// Its static arrays, about 10 KiB.
+constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 16) + 12 * 32 + 16;
+constexpr int64_t kAttnSplitRows = 16;      // phases of at most this many rows split their keys
+constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
+
 }  // namespace
 
 // A block per closing row, rows grid-strided over at most kCompressBlocks blocks (kernels/compress.cuh).
@@ -83,14 +91,35 @@ Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
   return d;
 }
 
-// One block per (row, head).
+// Grid (R, ⌈H/G⌉, S), kernels/sparse_attention.cuh: G heads a block share each key read; decode phases
+// split a row's key slots over S blocks (whole tiles each, enough blocks to fill the device, within
+// the kernel's partial arrays), larger phases take a block a (row, group) over every key. G grows with
+// the (row, head) pairs: few of them want many blocks (small groups, many splits), many of them fill
+// the device anyway and are cheaper with each key read for 8 heads.
 Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env) {
+  const int64_t heads = call.constant("heads"), dh = call.constant("head_dim");
+  const int64_t window = call.constant("window"), topk = call.constant("topk");
+  const int64_t rows = std::max<int64_t>(1, env.rows);
+  const bool decode = rows <= kAttnSplitRows;
+  const int64_t pairs = rows * heads;
+  const int64_t group = std::min(heads, !decode || pairs > 128 ? kAttnMaxGroup : pairs > 64 ? 4 : 2);
+  const int64_t groups = ceil_div(heads, group);
+  int64_t splits = 1;
+  if (decode) {
+    const int64_t tiles = ceil_div(window + topk, kAttnTile);
+    const int64_t most = std::min({kAttnMaxSplits, tiles, kAttnMaxPartials / (rows * heads)});
+    splits = std::clamp<int64_t>(ceil_div(kAttnTargetBlocks, rows * groups), 1, std::max<int64_t>(1, most));
+    splits = ceil_div(tiles, ceil_div(tiles, splits));  // no split left without a tile
+  }
   LaunchDims d;
   d.block = kThreads;
-  d.grid[0] = std::max<int64_t>(1, env.rows);
-  d.grid[1] = call.constant("heads");
-  const int64_t dh = call.constant("head_dim"), window = call.constant("window"), topk = call.constant("topk");
-  d.bounds.push_back({"static shared memory", 4 * dh + 12 * (window + topk) + 256, 46 * 1024});
+  d.grid[0] = rows;
+  d.grid[1] = groups;
+  d.grid[2] = splits;
+  const int64_t dp = (dh + 7) / 8 * 8;
+  d.dynamic_shared = 4 * (kAttnTile * (dp + 4) + group * dp);
+  d.bounds.push_back({"sparse_attention head_dim", dh, kAttnMaxHeadDim});
+  d.bounds.push_back({"sparse_attention shared memory", kAttnStaticShared + d.dynamic_shared, 0});
   return d;
 }
 

@@ -1,17 +1,30 @@
 // kernels/sparse_attention.cuh — attention of one row's heads over its window rows and its selected
-// compressed rows, with a per-head sink (docs/ops.md "sparse_attention"). Mirrors
-// runtime/cpu/ops_attention.cpp: logits are the CPU's eight-way dots times scale, the max includes the
-// sink, the denominator starts at e^{sink−m} and adds the e_j in key order, and o[d] = Σ_j e_j·k_j[d]
-// in key order divided once by the denominator.
+// compressed rows, with a per-head sink (docs/ops.md "sparse_attention"), flash-decoding style: the
+// heads of a row share one key row (= value row), so a block takes a group of heads and reads each
+// key once for all of them, and at decode a row's keys are split over blocks whose partial results
+// (running max, sum, accumulator) one block combines.
 //
-// Launch (common/kernel_launch_attention.cpp): grid (R, heads, 1), one block of 256 threads per
-// (row, head); no dynamic shared memory. Static shared memory: 4·Dh (the query) + 12·(Wn + K) (logits
-// and key row pointers) + 256 bytes. Logits: one 8-lane group per key (lane k holds partial sum k);
-// output: thread t owns dims t, t+256, ... and walks the keys in order.
+// Launch (common/kernel_launch_attention.cpp): grid (R, ⌈H/G⌉, S), 256 threads a block; G (heads a
+// block, at most kMaxGroup) and S (splits of the keys) come from the launch, the kernel reads them
+// from gridDim (G = ⌈H / gridDim.y⌉). Dynamic shared memory: 4·(kTile·(Dp + 4) + G·Dp) bytes (a tile
+// of keys and the group's queries as fp32, Dp = Dh rounded up to 8); static about 10 KiB.
+// Key slots: the window's Wn slots (oldest position first), then the K listed entries; split s takes
+// slots [s·P, s·P + P) (P = ⌈(Wn + K)/S⌉ rounded up to kTile), skipping positions before 0, unlisted
+// (−1) and out-of-range entries (these report ERR_SELECTION). Each tile of kTile slots: the keys are
+// fetched with kBatch loads a thread in flight, then dequantized into shared memory (a packed group's
+// scale decoded once per 8 values, a this-step row's FP8 rounding from its group's amax found once by
+// 4 lanes); the logits q·k·scale (lane i key i, each warp an eighth of the columns for every head, the
+// parts summed in warp order); an online softmax by one warp a head; then o += p·k with a thread
+// owning 2 dimensions of every head of the group.
+// S = 1 (prefill, or few keys): the block divides by the denominator (with e^{sink−m}) and stores.
+// S > 1: partials go to this module's __device__ arrays (kMaxPartials·(Dh + 2) floats, beside the
+// memory ledger) and the last block of the (row, group) to finish (a counter, reset by that block)
+// combines them in split order, so the result does not depend on which block finishes last.
 //
-// A DT_PACKED ring and cache (the official cache format, kernels/cache_rows.cuh): ring rows are FP8
-// and cache rows FP4, dequantized where read; this step's rows, read from kv, are rounded through the
-// ring's FP8 format where read, as the ring will hold them (the CPU rounds them the same way).
+// Numerics: not the CPU's bits (fp32 sums in another order, fused multiply-adds, expf); within the op
+// test's tolerances. A DT_PACKED ring and cache (the official cache format, kernels/cache_rows.cuh):
+// ring rows are FP8 and cache rows FP4, dequantized where read; this step's rows, read from kv, are
+// rounded through the ring's FP8 format, as the ring will hold them (the CPU rounds them the same way).
 #pragma once
 
 #include "cache_rows.cuh"
@@ -20,14 +33,132 @@
 namespace dsv41k {
 namespace sparse_attention_detail {
 constexpr int kThreads = 256;
-__device__ constexpr long long static_shared_bytes(long long dh, long long window, long long topk) {
-  return 4 * dh + 12 * (window + topk) + 256;
+constexpr int kTile = 32;           // key slots a tile (a lane each in the softmax)
+constexpr int kMaxGroup = 8;        // heads a block (a warp each in the softmax)
+constexpr int kMaxSplits = 16;      // blocks a (row, group) at most
+constexpr int kMaxPartials = 4096;  // R·H·S of a split launch at most: sizes the partial arrays
+constexpr int kBatch = 4;           // key loads a thread has in flight while filling a tile
+__device__ constexpr long long padded_dim(long long dh) { return (dh + 7) / 8 * 8; }
+__device__ constexpr long long dynamic_shared_bytes(long long dh, long long group) {
+  return 4 * (kTile * (padded_dim(dh) + 4) + group * padded_dim(dh));
 }
 
 #ifndef DSV41_CONTRACT_SCAN
+enum : int { KEY_NONE = -1, KEY_KV = 0, KEY_RING = 1, KEY_CACHE = 2 };
 
-// e^v rounded to fp32 from fp64 (closest to the CPU's expf).
-__device__ __forceinline__ float exp_f(float v) { return static_cast<float>(exp(static_cast<double>(v))); }
+// Split launches' partial results, (r·H + h)·S + s: the accumulator, and (max, sum).
+template <long long Dh>
+__device__ float g_acc[kMaxPartials * Dh];
+__device__ float2 g_max_sum[kMaxPartials];
+__device__ unsigned g_finished[kMaxPartials];  // per (row, group): blocks done (zero at load)
+
+// The raw bits of eight key values u·8 .. u·8 + 7 of one key row, fetched before any is decoded so
+// that a thread's loads of a tile are all in flight at once: act values (bf16 pairs, or fp32 / any
+// value when Dh is not a multiple of 8), or a packed row's codes and its group's scale byte.
+template <int Dh, int DT>
+struct KeyBits {
+  static constexpr int kWords = DT == DT_F32 || Dh % 8 != 0 ? 8 : 4;
+  unsigned w[kWords];
+  unsigned scale;
+};
+
+__device__ __forceinline__ unsigned bytes4(const unsigned char* b) {
+  return b[0] | b[1] << 8 | b[2] << 16 | static_cast<unsigned>(b[3]) << 24;
+}
+
+template <int Dh, int DT, bool kPacked>
+__device__ __forceinline__ void fetch_eight(const char* kr, int kind, int u, KeyBits<Dh, DT>& k) {
+#pragma unroll
+  for (int j = 0; j < KeyBits<Dh, DT>::kWords; ++j) k.w[j] = 0u;
+  k.scale = 0u;
+  if (kind == KEY_NONE) return;
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(kr);
+  if constexpr (kPacked) {
+    if (kind == KEY_CACHE) {  // FP4 codes, an E4M3 scale per 16
+      k.scale = b[Dh / 2 + u / 2];
+      constexpr bool kAligned = cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) % 4 == 0;
+      k.w[0] = kAligned ? *reinterpret_cast<const unsigned*>(b + 4 * u) : bytes4(b + 4 * u);
+      return;
+    }
+    if (kind == KEY_RING) {  // FP8 codes, a UE8M0 scale per 32 (rows of Dh + Dh/32 bytes: not always 8-aligned)
+      k.scale = b[Dh + u / 4];
+      if constexpr (cache_rows::row_bytes<CACHE_WINDOW>(Dh) % 8 == 0) {
+        const uint2 c = *reinterpret_cast<const uint2*>(b + 8 * u);
+        k.w[0] = c.x, k.w[1] = c.y;
+      } else {
+        k.w[0] = bytes4(b + 8 * u), k.w[1] = bytes4(b + 8 * u + 4);
+      }
+      return;
+    }
+  }
+  if constexpr (Dh % 8 == 0) {  // an act row: 16-byte loads
+    const uint4* p = reinterpret_cast<const uint4*>(kr + 8 * u * (DT == DT_F32 ? 4 : 2));
+    const uint4 a = p[0];
+    k.w[0] = a.x, k.w[1] = a.y, k.w[2] = a.z, k.w[3] = a.w;
+    if constexpr (DT == DT_F32) {
+      const uint4 c = p[1];
+      k.w[4] = c.x, k.w[5] = c.y, k.w[6] = c.z, k.w[7] = c.w;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) k.w[j] = 8 * u + j < Dh ? __float_as_uint(load<DT>(kr, 8 * u + j)) : 0u;
+  }
+}
+
+// The eight values of fetch_eight's bits (zeros for no key). Every lane of the warp calls it: the FP8
+// rounding of a this-step row (packed ring) shares its group's amax by shuffles among the 4 lanes that
+// hold the group's 32 values.
+template <int Dh, int DT, bool kPacked>
+__device__ __forceinline__ void decode_eight(const KeyBits<Dh, DT>& k, int kind, float* v) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if constexpr (DT == DT_F32 || Dh % 8 != 0)
+      v[j] = __uint_as_float(k.w[j]);
+    else
+      v[j] = bf16_bits_to_float(static_cast<unsigned short>(j & 1 ? k.w[j / 2] >> 16 : k.w[j / 2] & 0xFFFFu));
+  }
+  if constexpr (kPacked) {
+    if (kind == KEY_CACHE) {
+      const float scale = cache_rows::scale_value<CACHE_COMPRESSED>(k.scale);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = __fmul_rn(e2m1_to_float((k.w[0] >> (4 * j)) & 15u), scale);
+    } else if (kind == KEY_RING) {
+      const float scale = e8m0_to_float(k.scale);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[j] = __fmul_rn(e4m3_to_float((k.w[0] >> (8 * j)) & 0xFFu), scale);
+        v[j + 4] = __fmul_rn(e4m3_to_float((k.w[1] >> (8 * j)) & 0xFFu), scale);
+      }
+    }
+    float amax = 0.0f;
+    if (kind == KEY_KV)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) amax = fmaxf(amax, fabsf(v[j]));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    if (kind == KEY_KV) {  // as cache_rows::window_rounded, the group's scale found once
+      const float scale = e8m0_to_float(cache_rows::scale_byte<CACHE_WINDOW>(amax));
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        v[j] = __fmul_rn(e4m3_to_float(cache_rows::float_to_e4m3(__fdiv_rn(v[j], scale))), scale);
+    }
+  }
+}
+
+// This thread's accumulator values (dimensions 2·(tid + c·kThreads) and the next, of heads g < gc),
+// each handed to put(head, dimension, value).
+template <int Dh, int P, class Put>
+__device__ __forceinline__ void each_acc(const float (&acc)[kMaxGroup][P][2], int gc, Put put) {
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g)
+    if (g < gc)
+#pragma unroll
+      for (int c = 0; c < P; ++c) {
+        const int d = 2 * (static_cast<int>(threadIdx.x) + c * kThreads);
+        if (d < Dh) put(g, d, acc[g][c][0]);
+        if (d + 1 < Dh) put(g, d + 1, acc[g][c][1]);
+      }
+}
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace sparse_attention_detail
 
@@ -40,11 +171,10 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
                                                  Scratch selected,
                                                  Weight sink, Real scale, Scratch out) {
 #ifndef DSV41_CONTRACT_SCAN
-  static_assert(heads >= 1 && heads <= 65535, "heads out of range (grid y)");
-  static_assert(head_dim >= 1 && head_dim <= (1 << 20), "head_dim out of range");
-  static_assert(window >= 1 && topk >= 0, "window >= 1, topk >= 0");
-  static_assert(sparse_attention_detail::static_shared_bytes(head_dim, window, topk) <= 46 * 1024,
-                "query, logits and key pointers must fit static shared memory");
+  static_assert(heads >= 1 && heads <= 65535, "heads out of range");
+  static_assert(head_dim >= 1 && head_dim <= 2048,
+                "head_dim out of range (registers: 2 dims of 8 heads a thread a pass)");
+  static_assert(window >= 1 && topk >= 0 && window + topk <= (1ll << 30), "window >= 1, topk >= 0");
   static_assert(dtype_kv == DT_F32 || dtype_kv == DT_BF16, "kv is an act buffer");
   constexpr bool kPacked = dtype_ring == DT_PACKED;
   static_assert((kPacked || dtype_ring == dtype_kv) && dtype_out == dtype_kv, "one call's activations share a dtype");
@@ -52,120 +182,219 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
                 "cache present iff topk > 0, in the ring's format");
   static_assert(!kPacked || head_dim % 32 == 0, "packed rows are whole groups of 32");
   using namespace sparse_attention_detail;
-  constexpr int Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window), K = static_cast<int>(topk);
+  constexpr int H = static_cast<int>(heads), Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window),
+                K = static_cast<int>(topk);
+  constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
+  constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
   constexpr long long kRowBytes = static_cast<long long>(Dh) * (dtype_kv == DT_BF16 ? 2 : 4);
   constexpr long long kRingRowBytes = kPacked ? cache_rows::row_bytes<CACHE_WINDOW>(Dh) : kRowBytes;
   constexpr long long kCacheRowBytes = kPacked ? cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) : kRowBytes;
-  __shared__ float qh[Dh];
-  __shared__ float logit[Wn + K];
-  __shared__ const char* key_row[Wn + K];
-  __shared__ float red[32];
-  __shared__ int selected_count;
+  const float kNegInf = -__int_as_float(0x7f800000);
+  extern __shared__ float4 dynamic_shared[];
+  float* keys = reinterpret_cast<float*>(dynamic_shared);      // [kTile][kRS]
+  float* qs = keys + kTile * kRS;                              // [G][Dp]
+  __shared__ __align__(16) float p_tile[kTile][kMaxGroup];     // e^{l − m} of the tile
+  __shared__ float part_sum[kThreads / 32][kMaxGroup][kTile];  // the warps' parts of the logits
+  __shared__ float run_max[kMaxGroup], run_sum[kMaxGroup], rescale[kMaxGroup];
+  __shared__ float weights[kMaxGroup][kMaxSplits];
+  __shared__ const char* key_row[kTile];
+  __shared__ int key_kind[kTile];
+  __shared__ int last_block;
 
   const long long r = blockIdx.x;
-  const int h = blockIdx.y;
-  if (r >= rows) return;
-  const long long out0 = (r * heads + h) * Dh;
-  const int slot = row_slot(statics, r);
-  if (slot < 0) {
-    for (int d = threadIdx.x; d < Dh; d += blockDim.x) store<dtype_out>(out, out0 + d, 0.0f);
+  const int G = (H + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  const int h0 = static_cast<int>(blockIdx.y) * G, gc = H - h0 < G ? H - h0 : G;
+  const int S = static_cast<int>(gridDim.z), s = static_cast<int>(blockIdx.z);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (r >= rows || gc <= 0) return;
+  auto zero_out = [&] {
+    if (s != 0) return;
+    for (int i = tid; i < gc * Dh; i += kThreads) store<dtype_out>(out, (r * H + h0) * Dh + i, 0.0f);
+  };
+  if (G > kMaxGroup || S > kMaxSplits || (S > 1 && rows * H * S > kMaxPartials)) {  // a launch the launcher never makes
+    if (tid == 0 && s == 0) report_error(errors, ERR_CAPACITY);
+    zero_out();
     return;
   }
+  const int slot = row_slot(statics, r);
+  if (slot < 0) return zero_out();
   const long long p = row_position(statics, r), f = row_first(statics, r);
   const bool consistent = p >= 0 && f >= 0 && f <= r && row_slot(statics, f) == slot &&
                           p - row_position(statics, f) == r - f && slot_in(slot, ring) && slot_in(slot, cache);
   if (!consistent || ring_rows < Wn) {
-    if (threadIdx.x == 0) report_error(errors, consistent ? ERR_CAPACITY : ERR_STATICS);
-    for (int d = threadIdx.x; d < Dh; d += blockDim.x) store<dtype_out>(out, out0 + d, 0.0f);
-    return;
+    if (tid == 0 && s == 0) report_error(errors, consistent ? ERR_CAPACITY : ERR_STATICS);
+    return zero_out();
   }
   const long long p0 = row_position(statics, f);
-
-  // Keys: the window positions oldest first, then the listed selected entries.
   const long long nw = p + 1 < Wn ? p + 1 : Wn, t0 = p - nw + 1;
   const char* kvb = static_cast<const char*>(kv);
   const char* ringb = slot_base(ring, slot);
-  for (int j = threadIdx.x; j < nw; j += blockDim.x) {
-    const long long t = t0 + j;
-    key_row[j] = t >= p0 ? kvb + (f + (t - p0)) * kRowBytes : ringb + (t % ring_rows) * kRingRowBytes;
+
+  for (int i = tid; i < gc * Dp; i += kThreads) {
+    const int d = i % Dp;
+    qs[i] = d < Dh ? static_cast<const float*>(q)[(r * H + h0 + i / Dp) * Dh + d] : 0.0f;
   }
-  for (int d = threadIdx.x; d < Dh; d += blockDim.x) qh[d] = static_cast<const float*>(q)[out0 + d];
-  if constexpr (K > 0) {
-    if (threadIdx.x < 32) {  // warp 0 compacts the listed entries in order
-      const int lane = threadIdx.x;
-      const int* sel = static_cast<const int*>(selected) + r * K;
-      const char* cacheb = slot_base(cache, slot);
-      int count = 0;
-      for (int base = 0; base < K; base += 32) {
-        const int c = base + lane;
-        const int s = c < K ? sel[c] : -1;
-        const bool bad = s != -1 && (s < 0 || s >= cache_rows);
-        if (bad) report_error(errors, ERR_SELECTION);
-        const bool use = s != -1 && !bad;
-        const unsigned ballot = __ballot_sync(0xffffffffu, use);
-        if (use) key_row[nw + count + __popc(ballot & ((1u << lane) - 1u))] = cacheb + s * kCacheRowBytes;
-        count += __popc(ballot);
+  if (tid < kMaxGroup) run_max[tid] = kNegInf, run_sum[tid] = 0.0f;
+  float acc[kMaxGroup][kPairs][2];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g)
+#pragma unroll
+    for (int c = 0; c < kPairs; ++c) acc[g][c][0] = acc[g][c][1] = 0.0f;
+
+  constexpr int kSlots = Wn + K;
+  const int per = ((kSlots + S - 1) / S + kTile - 1) / kTile * kTile;
+  const int lo = s * per, hi = lo + per < kSlots ? lo + per : kSlots;
+  for (int base = lo; base < hi; base += kTile) {
+    // Which key each slot of the tile is.
+    bool live = false;
+    if (tid < kTile) {
+      const int j = base + tid;
+      const char* kr = nullptr;
+      int kind = KEY_NONE;
+      if (j < hi && j < Wn) {
+        if (j < nw) {
+          const long long t = t0 + j;
+          kind = t >= p0 ? KEY_KV : KEY_RING;
+          kr = t >= p0 ? kvb + (f + (t - p0)) * kRowBytes : ringb + (t % ring_rows) * kRingRowBytes;
+        }
+      } else if (j < hi) {
+        if constexpr (K > 0) {
+          const int e = static_cast<const int*>(selected)[r * K + (j - Wn)];
+          if (e != -1 && (e < 0 || e >= cache_rows)) {
+            if (blockIdx.y == 0) report_error(errors, ERR_SELECTION);
+          } else if (e != -1) {
+            kind = KEY_CACHE;
+            kr = slot_base(cache, slot) + e * kCacheRowBytes;
+          }
+        }
       }
-      if (lane == 0) selected_count = count;
+      key_row[tid] = kr;
+      key_kind[tid] = kind;
+      live = kind != KEY_NONE;
     }
-  } else {
-    if (threadIdx.x == 0) selected_count = 0;
+    if (!__syncthreads_or(live)) continue;
+    // The tile's keys as fp32 rows: kBatch loads a thread in flight, then their decoding.
+    for (int b0 = 0; b0 < kTile * kUnits; b0 += kBatch * kThreads) {  // kTile·kUnits is a multiple of 32
+      KeyBits<Dh, dtype_kv> bits[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int it = b0 + k * kThreads + tid;
+        if (it < kTile * kUnits)
+          fetch_eight<Dh, dtype_kv, kPacked>(key_row[it / kUnits], key_kind[it / kUnits], it % kUnits, bits[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int it = b0 + k * kThreads + tid;
+        if (it >= kTile * kUnits) continue;  // warp-uniform
+        float v[8];
+        decode_eight<Dh, dtype_kv, kPacked>(bits[k], key_kind[it / kUnits], v);
+        float4* dst = reinterpret_cast<float4*>(keys + (it / kUnits) * kRS + 8 * (it % kUnits));
+        dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+        dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+      }
+    }
+    __syncthreads();
+    // Logits: warp w sums the float4 columns ≡ w (mod 8) of key `lane` (rows kRS apart: no bank
+    // conflicts) against every head of the group (a broadcast); the warps' parts meet in `part_sum`.
+    {
+      float part[kMaxGroup];
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) part[g] = 0.0f;
+      const float4* kk = reinterpret_cast<const float4*>(keys + lane * kRS);
+      for (int c = warp; c < Dp / 4; c += kWarps) {
+        const float4 b = kk[c];
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g)
+          if (g < gc) {
+            const float4 a = reinterpret_cast<const float4*>(qs + g * Dp)[c];
+            part[g] = fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, part[g]))));
+          }
+      }
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+        if (g < gc) part_sum[warp][g][lane] = part[g];
+    }
+    __syncthreads();
+    // Online softmax: warp g keeps head g's running max and sum, lane i key i of the tile.
+    if (warp < gc) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) dot += part_sum[w][warp][lane];
+      const float l = key_kind[lane] == KEY_NONE ? kNegInf : dot * scale, m_old = run_max[warp];
+      const float m_new = fmaxf(m_old, warp_max(l));
+      const float e = m_new == kNegInf ? 0.0f : expf(l - m_new);
+      const float c = m_old == kNegInf ? 0.0f : expf(m_old - m_new);
+      const float sum = warp_sum(e);
+      p_tile[lane][warp] = e;
+      if (lane == 0) run_max[warp] = m_new, run_sum[warp] = fmaf(run_sum[warp], c, sum), rescale[warp] = c;
+    }
+    __syncthreads();
+    // o += e·k, a thread owning dimensions 2·(tid + c·kThreads) and the next of every head.
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g)
+      if (g < gc)
+#pragma unroll
+        for (int c = 0; c < kPairs; ++c) acc[g][c][0] *= rescale[g], acc[g][c][1] *= rescale[g];
+    for (int i = 0; i < kTile; ++i) {
+      const float4 e0 = reinterpret_cast<const float4*>(p_tile[i])[0],
+                   e1 = reinterpret_cast<const float4*>(p_tile[i])[1];
+      const float e[kMaxGroup] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w};
+#pragma unroll
+      for (int c = 0; c < kPairs; ++c) {
+        const int d2 = tid + c * kThreads;
+        if (2 * d2 >= Dp) continue;
+        const float2 k2 = reinterpret_cast<const float2*>(keys + i * kRS)[d2];
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g)
+          if (g < gc) acc[g][c][0] = fmaf(e[g], k2.x, acc[g][c][0]), acc[g][c][1] = fmaf(e[g], k2.y, acc[g][c][1]);
+      }
+    }
+    __syncthreads();  // the next tile overwrites keys and p_tile
   }
-  __syncthreads();
-  const int count = static_cast<int>(nw) + selected_count;
-  // Key j's value i: keys js .. nw - 1 are this step's rows (from kv), those before them ring rows.
-  const long long js = p0 > t0 ? p0 - t0 : 0;
-  auto key_at = [&](int j, const char* kr, long long i) -> float {
-    if constexpr (kPacked) {
-      if (j >= nw) return cache_rows::value<CACHE_COMPRESSED>(kr, i, Dh);
-      if (j >= js) return cache_rows::window_rounded<dtype_kv>(kr, i);
-      return cache_rows::value<CACHE_WINDOW>(kr, i, Dh);
-    } else {
-      (void)j;
-      return load<dtype_kv>(kr, i);
-    }
-  };
 
-  // Logits l_j = (q·k_j)·scale.
-  const int lane = threadIdx.x & 31, k8 = lane & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
-  for (int base = 0; base < count; base += groups) {
-    const int j = base + group;
-    const bool valid = j < count;
-    const int jv = valid ? j : 0;
-    const char* kr = key_row[jv];
-    const float v = group8_dot([&](long long i) { return qh[i]; },
-                               [&](long long i) { return key_at(jv, kr, i); }, valid ? Dh : 0, k8);
-    if (valid && k8 == 0) logit[j] = __fmul_rn(v, scale);
-  }
-  __syncthreads();
-  (void)lane;
-  const float sink_h = weight_at<format_sink>(sink, h);
-  float top = threadIdx.x == 0 ? sink_h : -__int_as_float(0x7f800000);
-  for (int j = threadIdx.x; j < count; j += blockDim.x) top = top < logit[j] ? logit[j] : top;
-  top = block_max(top, red);
-  __syncthreads();
-  for (int j = threadIdx.x; j < count; j += blockDim.x) logit[j] = exp_f(__fsub_rn(logit[j], top));
-  __syncthreads();
-
-  constexpr int kPer = (Dh + kThreads - 1) / kThreads;
-  float o[kPer];
-#pragma unroll
-  for (int c = 0; c < kPer; ++c) o[c] = 0.0f;
-  float denominator = exp_f(__fsub_rn(sink_h, top));  // the sink counts in the denominator only
-  for (int j = 0; j < count; ++j) {
-    const float e = logit[j];
-    denominator = __fadd_rn(denominator, e);
-    const char* kr = key_row[j];
-#pragma unroll
-    for (int c = 0; c < kPer; ++c) {
-      const int d = threadIdx.x + c * kThreads;
-      if (d < Dh) o[c] = __fadd_rn(o[c], __fmul_rn(e, key_at(j, kr, d)));
+  if (S == 1) {  // the block holds every key: add the sink and divide
+    if (tid < gc) {
+      const float sk = weight_at<format_sink>(sink, h0 + tid), m = run_max[tid], top = fmaxf(m, sk);
+      const float wm = m == kNegInf ? 0.0f : expf(m - top);
+      weights[tid][0] = wm / (fmaf(run_sum[tid], wm, expf(sk - top)));
     }
+    __syncthreads();
+    each_acc<Dh>(acc, gc,
+                 [&](int g, int d, float v) { store<dtype_out>(out, (r * H + h0 + g) * Dh + d, v * weights[g][0]); });
+    return;
   }
-#pragma unroll
-  for (int c = 0; c < kPer; ++c) {
-    const int d = threadIdx.x + c * kThreads;
-    if (d < Dh) store<dtype_out>(out, out0 + d, __fdiv_rn(o[c], denominator));
+
+  // Split: publish this block's partials; the last block of the (row, group) combines them.
+  float* part = g_acc<head_dim>;
+  auto index = [&](int g, int split) { return (r * H + h0 + g) * S + split; };
+  each_acc<Dh>(acc, gc, [&](int g, int d, float v) { part[index(g, s) * Dh + d] = v; });
+  if (tid < gc) g_max_sum[index(tid, s)] = make_float2(run_max[tid], run_sum[tid]);
+  __threadfence();
+  __syncthreads();
+  const long long counter = r * gridDim.y + blockIdx.y;
+  if (tid == 0) last_block = atomicAdd(&g_finished[counter], 1u) == static_cast<unsigned>(S - 1);
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  if (tid < gc) {  // each split's weight e^{m_s − top} / denominator, in split order
+    const float sk = weight_at<format_sink>(sink, h0 + tid);
+    float top = sk;
+    for (int k = 0; k < S; ++k) top = fmaxf(top, __ldcg(&g_max_sum[index(tid, k)]).x);
+    float denominator = expf(sk - top);
+    for (int k = 0; k < S; ++k) {
+      const float2 ms = __ldcg(&g_max_sum[index(tid, k)]);
+      weights[tid][k] = ms.x == kNegInf ? 0.0f : expf(ms.x - top);
+      denominator = fmaf(ms.y, weights[tid][k], denominator);
+    }
+    for (int k = 0; k < S; ++k) weights[tid][k] /= denominator;
+  }
+  if (tid == 0) g_finished[counter] = 0u;  // for the next launch
+  __syncthreads();
+  for (int i = tid; i < gc * Dh; i += kThreads) {
+    const int g = i / Dh, d = i % Dh;
+    float o = 0.0f;
+    for (int k = 0; k < S; ++k) o = fmaf(__ldcg(&part[index(g, k) * Dh + d]), weights[g][k], o);
+    store<dtype_out>(out, (r * H + h0) * Dh + i, o);
   }
 #endif
 }

@@ -117,13 +117,14 @@ CallEnv call_env(const CallSite& site) {
   return env;
 }
 
-Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, const CallSite& site,
-               const CallInputs& in, Image& result, int32_t& error_word) {
+Result<std::unique_ptr<DeviceCall>> upload_call(const Device& device, const CallSite& site, const CallInputs& in) {
   CudaDriver& d = *device.driver;
   const Call& call = *site.call;
-  gpu::LaunchBindings b;
+  auto up = std::make_unique<DeviceCall>();
+  gpu::LaunchBindings& b = up->bindings;
+  std::vector<DeviceBuffer>& keep = up->keep;
+  std::map<int64_t, DeviceBuffer>&scratch = up->scratch, &state = up->state;
   b.rows = in.rows;
-  std::vector<DeviceBuffer> keep;
   auto upload = [&](const void* data, size_t bytes) -> Result<CUdeviceptr> {
     DSV41_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::from_host(d, data, bytes));
     keep.push_back(std::move(buffer));
@@ -133,8 +134,8 @@ Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, c
   DSV41_ASSIGN_OR_RETURN(DeviceBuffer errors, DeviceBuffer::allocate(d, 4));
   DSV41_TRY(errors.fill(0));
   b.errors = errors.ptr();
+  up->errors.emplace(std::move(errors));
 
-  std::map<int64_t, DeviceBuffer> scratch, state;
   for (const auto& [index, bytes] : in.image.scratch) {
     const bool gathered = call.op == "exchange_gather" && call.arg("x").ints[0] == index;
     DSV41_ASSIGN_OR_RETURN(DeviceBuffer buffer,
@@ -187,14 +188,20 @@ Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, c
       default: break;
     }
   }
-  DSV41_TRY(launcher.launch(kernel, call, call_env(site), b));
-  DSV41_TRY(d.synchronize());
+  return up;
+}
+
+Status run_gpu(const Device& device, KernelLauncher& launcher, int32_t kernel, const CallSite& site,
+               const CallInputs& in, Image& result, int32_t& error_word) {
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<DeviceCall> up, upload_call(device, site, in));
+  DSV41_TRY(launcher.launch(kernel, *site.call, call_env(site), up->bindings));
+  DSV41_TRY(device.driver->synchronize());
   for (const Output& o : in.outputs) {
     std::vector<uint8_t>& bytes = o.state ? result.state.at(o.index) : result.scratch.at(o.index);
-    const DeviceBuffer& buffer = o.state ? state.at(o.index) : scratch.at(o.index);
+    const DeviceBuffer& buffer = o.state ? up->state.at(o.index) : up->scratch.at(o.index);
     DSV41_TRY(buffer.download(bytes.data(), bytes.size()));
   }
-  return errors.download(&error_word, 4);
+  return up->errors->download(&error_word, 4);
 }
 
 const char* error_code_name(int32_t code) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,16 @@ std::vector<int32_t> compile_and_load(const std::vector<const Case*>& list, cons
 
 // The call's CallEnv, resolved against its rank's lists and weight plan (as compiler/kernels/kernel_plan.cpp does).
 CallEnv call_env(const CallSite& site);
+
+// One call's inputs on the device: every buffer it reads or writes, and its bindings.
+struct DeviceCall {
+  gpu::LaunchBindings bindings;
+  std::map<int64_t, gpu::DeviceBuffer> scratch, state;  // by phase / state buffer index
+  std::optional<gpu::DeviceBuffer> errors;
+  std::vector<gpu::DeviceBuffer> keep;  // statics, weights, lists
+};
+// Uploads the image and the weights of `in` and binds every argument of the call.
+Result<std::unique_ptr<DeviceCall>> upload_call(const Device& device, const CallSite& site, const CallInputs& in);
 
 // The GPU side of one call: uploads the image, binds every argument, launches, downloads the outputs
 // into `result` (a copy of the image) and the error word.

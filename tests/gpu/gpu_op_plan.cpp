@@ -98,6 +98,10 @@ std::string row_class(const std::string& op, int64_t rows) {
     return rows == 1 ? " (split rows: 1)" : rows <= 8 ? " (split rows: 2-8)" : " (split rows: 9-16)";
   }
   if (op == "index_select" || op == "router") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
+  // kernels/sparse_attention.cuh: decode rows split their keys over blocks (most splits at one row),
+  // larger phases take a block a (row, head group).
+  if (op == "sparse_attention")
+    return rows > kSplitRows ? " (a block a row)" : rows == 1 ? " (split rows: 1)" : " (split rows: 2-16)";
   constexpr int64_t kDecodeRows = 16;  // kernels/moe_grouped.cuh kMoeRows, kernels/gemv.cuh kGemvRows
   if (op != "moe_experts" && op != "shared_expert" && op != "linear" && op != "grouped_linear") return "";
   // kernels/gemv.cuh kGemvFewRows: BF16 products of wide matrices at 1-4 rows run the CUDA-core body.

@@ -62,7 +62,8 @@ constexpr int64_t kReleaseMaxRows = 16; // release: the largest decode phase of 
 constexpr int kTinyMinVariants = 166;        // both pack formats, worlds 1-4, activations bf16 and f32; the
                                              // expert variants twice, on each side of 16 rows (row_class)
 constexpr int kTinyMinQuantized = 50;        // of which read an fp8_tile32 or fp4_row32 weight
-constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2
+constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2 (and rank 0's
+                                             // official-cache variants)
 constexpr int kReleaseMinQuantized = 7;
 // rope: its release shapes take a path the tiny's do not (several blocks a row); hc_collapse_norm at the
 // release width.
@@ -418,18 +419,25 @@ TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
   std::map<std::string, Case> cases;
   std::set<std::string> without_kernel;
   auto better = [](const Case& a, const Case& b) { return case_weights(a) < case_weights(b); };
-  const ServingSettings settings;  // the defaults: context 65536, 8 slots, decode rows 1..16
-  for (int rank : {0, 2}) {
-    auto r = plan_lists(*inputs, "release", 4, rank, settings, s.target, without_kernel);
-    ASSERT_TRUE(r.is_ok()) << "release world 4 rank " << rank << ": " << r.status().message();
+  // The defaults (context 65536, 8 slots, decode rows 1..16), and rank 0 again with the official cache
+  // format (the packed variants of the cache ops at release sizes).
+  ServingSettings official;
+  official.cache_format = CacheFormat::Official;
+  const std::vector<std::pair<int, ServingSettings>> plans = {
+      {0, ServingSettings{}}, {2, ServingSettings{}}, {0, official}};
+  for (const auto& [rank, settings] : plans) {
+    const std::string label = settings.cache_format == CacheFormat::Official ? "release caches=official" : "release";
+    auto r = plan_lists(*inputs, label, 4, rank, settings, s.target, without_kernel);
+    ASSERT_TRUE(r.is_ok()) << label << " world 4 rank " << rank << ": " << r.status().message();
     // The decode phase with the most rows <= kReleaseMaxRows, and the one-row phase (the head's
-    // vocabulary share is wide enough for the few-row body of kernels/gemv.cuh there).
+    // vocabulary share is wide enough for the few-row body of kernels/gemv.cuh there; sparse_attention's
+    // most split launch: kernels/sparse_attention.cuh).
     size_t best = SIZE_MAX, one = SIZE_MAX;
     for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
       const Phase& phase = (*r)->calls.phases[p];
       if (phase.kind != PhaseKind::Decode || phase.rows > kReleaseMaxRows) continue;
-      if (best == SIZE_MAX || phase.rows > (*r)->calls.phases[best].rows) best = p;
       if (phase.rows == 1) one = p;
+      if (best == SIZE_MAX || phase.rows > (*r)->calls.phases[best].rows) best = p;
     }
     ASSERT_NE(best, SIZE_MAX) << "release world 4 rank " << rank << ": no decode phase of at most " << kReleaseMaxRows
                               << " rows";
