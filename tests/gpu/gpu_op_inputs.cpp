@@ -91,6 +91,7 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
   int64_t vocab = 1000;
   if (const Arg* t = call.find_arg("table"); t && t->kind == ArgKind::Weight)
     vocab = std::max<int64_t>(1, site.weights->tensors.at(t->ints[0]).local_shape.at(0));
+  if (call.op == "markov_logits") vocab = call.constant("vocab");  // a row's token is the Markov head's first pick
   if (const Arg* m = call.find_arg("token_map"); m && m->kind == ArgKind::IntList)
     vocab = std::max<int64_t>(1, static_cast<int64_t>(m->ints.size()));
 
@@ -188,7 +189,9 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
     std::vector<uint8_t>& bytes = in.image.scratch[a.ints[0]];
     bytes.assign(static_cast<size_t>(n * dtype_bytes(d.dtype)), 0);
     const bool output = is_output(a.name);
-    if (output && !input_buffers.count(a.ints[0]) && !(call.op == "shared_expert" && a.name == "out")) {
+    // shared_expert adds into its out; stream_mean writes only its tap's columns of it.
+    const bool accumulates = (call.op == "shared_expert" || call.op == "stream_mean") && a.name == "out";
+    if (output && !input_buffers.count(a.ints[0]) && !accumulates) {
       std::fill(bytes.begin(), bytes.end(), 0xFF);
       continue;
     }

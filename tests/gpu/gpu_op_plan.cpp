@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -23,6 +24,18 @@ const char* env_text(const char* name) {
 }
 
 bool dry_run() { return env_text("DSV41_GPU_DRY") != nullptr; }
+
+bool filtered_out(const std::string& key) {
+  const char* filter = env_text("DSV41_GPU_FILTER");
+  if (!filter) return false;
+  const std::string texts = filter;
+  for (size_t start = 0; start <= texts.size();) {
+    const size_t end = std::min(texts.find('|', start), texts.size());
+    if (end > start && key.find(texts.substr(start, end - start)) != std::string::npos) return false;
+    start = end + 1;
+  }
+  return true;
+}
 
 uint64_t run_seed() {
   static const uint64_t seed = [] {
@@ -136,7 +149,7 @@ Result<std::shared_ptr<RankLists>> plan_lists(const ModelInputs& inputs, const s
   r->settings = settings;
   DSV41_ASSIGN_OR_RETURN(RankShare share, plan_share(inputs.config, world, rank));
   r->weights = slice_weights(inputs.match, inputs.pack, share);
-  r->calls = emit_call_lists(inputs.config, share, r->weights, settings, inputs.engram_token_map, !target.arch.empty());
+  r->calls = emit_call_lists(inputs.config, share, r->weights, settings, inputs.engram_token_map);
   for (const Phase& phase : r->calls.phases)
     for (const Call& call : phase.calls) {
       auto record = [&](const char* arg, int64_t ratio) {

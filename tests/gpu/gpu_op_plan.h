@@ -70,6 +70,9 @@ std::string where_of(const RankLists& r, size_t p, size_t c);
 // segment above; hc_mix and hc_collapse_norm one at 1, 2-8 and 9-16 rows as well).
 std::string row_class(const std::string& op, int64_t rows);
 
+// DSV41_GPU_FILTER=text[|text...]: a key containing none of the texts is left out (no filter: none is).
+bool filtered_out(const std::string& key);
+
 // Adds the calls of `phases` of `r` as candidates, keeping per key (and row class) the one `better` prefers.
 template <class Better>
 void collect(std::map<std::string, Case>& cases, const std::shared_ptr<const RankLists>& r,
@@ -81,8 +84,7 @@ void collect(std::map<std::string, Case>& cases, const std::shared_ptr<const Ran
       if (ops && !ops->count(call.op)) continue;
       if (call.launch.variant < 0) continue;
       const PlannedVariant& v = r->plan.variants.at(call.launch.variant);
-      if (const char* filter = env_text("DSV41_GPU_FILTER"); filter && v.variant.key.find(filter) == std::string::npos)
-        continue;
+      if (filtered_out(v.variant.key)) continue;
       Case candidate{v.variant.key, r, p, c, v, where_of(*r, p, c)};
       const std::string map_key = v.variant.key + row_class(call.op, phase.rows);
       auto it = cases.find(map_key);
