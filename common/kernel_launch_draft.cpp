@@ -1,6 +1,5 @@
 // common/kernel_launch_draft.cpp — launches of the DSpark ops (stream_mean, block_attention,
-// markov_logits); the grids match the comments atop kernels/stream_mean.cuh, kernels/block_attention.cuh
-// and kernels/markov_logits.cuh.
+// markov_logits, markov_pick); the grids match the comments atop their kernels/<op>.cuh.
 #include <algorithm>
 
 #include "common/kernel_launch_ops.h"
@@ -23,8 +22,19 @@ Result<LaunchDims> launch_block_attention(const Call& call, const CallEnv& env) 
   return d;
 }
 
-// One block per row; the block of a sequence's first row walks the sequence.
+// A thread per vocabulary row of each phase row (the rows at other steps return at once).
 Result<LaunchDims> launch_markov_logits(const Call& call, const CallEnv& env) {
+  LaunchDims d;
+  d.block = 256;
+  d.grid[0] = ceil_div(call.constant("vocab"), 256);
+  d.grid[1] = std::max<int64_t>(1, env.rows);
+  if (d.grid[1] > kMaxGridYZ)
+    return Status::errorf("op markov_logits: {} rows, above the grid's {} in y", env.rows, kMaxGridYZ);
+  return d;
+}
+
+// One block per row.
+Result<LaunchDims> launch_markov_pick(const Call& call, const CallEnv& env) {
   (void)call;
   return one_block_per_row(env, 1024);
 }

@@ -35,12 +35,8 @@ TEST_F(CudaDspark, TheModelsOwnDraftsGiveSerialDecodingsTokensAtWorldsOneAndTwo)
   test::TempDir dir("cuda_dspark");
   const fs::path& pack = test::fixture_pack("dsv41-tiny-draft", "release");
   for (int world : {1, 2}) {
-    ServingSettings s;
-    s.context = 128;
-    s.slots = 2;
-    s.prefill_rows = {16};
+    ServingSettings s = test_settings(DType::F32);  // check mode: compared with the CPU below
     s.decode_rows = {1, 2, 4, 8};
-    s.activations = DType::F32;
     s.draft_tokens = kDrafts;
     const fs::path programs = dir / ("w" + std::to_string(world));
     plan_h200(pack, world, s, programs);

@@ -58,9 +58,9 @@ constexpr int64_t kTinyMaxRows = 64;    // tiny: the largest phase of at most th
 constexpr int64_t kReleaseMaxRows = 16; // release: the largest decode phase of at most this many rows
 // Floors on what a run checks, so that no test passes empty or loses a weight format unnoticed
 // (measured 2026-11-30: see docs/perf.md; a planner change that lowers them must say why).
-constexpr int kTinyMinVariants = 177;        // both pack formats, worlds 1-4, activations bf16 and f32; the
+constexpr int kTinyMinVariants = 178;        // both pack formats, worlds 1-4, activations bf16 and f32; the
                                              // expert variants twice, on each side of 16 rows (row_class); and
-                                             // the 11 DSpark variants of the tiny draft fixture (branch dsgpu)
+                                             // the 12 DSpark variants of the tiny draft fixture (branch dsgpu)
 constexpr int kTinyMinQuantized = 50;        // of which read an fp8_tile32 or fp4_row32 weight
 constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2
 constexpr int kReleaseMinQuantized = 7;
