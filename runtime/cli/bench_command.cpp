@@ -119,8 +119,8 @@ Runner add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--draft", f->options.draft,
                   "also measure a DSpark round of one sequence with K drafts: the program's smallest Draft phase "
-                  "(draft.r{block}) and the verification window decode.r{K+1}, each as one sequence's rows (K+1 "
-                  "rows of one slot at consecutive positions); the report adds the round's cost "
+                  "(draft.r{block}) and the verification window (the smallest decode bucket of at least K+1 rows, as the "
+                  "runtime takes it), each as one sequence's rows at consecutive positions; the report adds the round's cost "
                   "(draft + verify medians), tokens/s = A / round time for each acceptance length A, and the ratio to "
                   "serial decode.r1 (programs planned with dsv41c plan --draft-tokens; 0: off)")
       ->capture_default_str();

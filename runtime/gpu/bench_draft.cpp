@@ -25,19 +25,35 @@ Result<const Phase*> draft_phase_of(const std::vector<Phase>& phases, int64_t dr
   return smallest;
 }
 
-int64_t draft_sequence_rows(const Phase& phase, const BenchOptions& o) {
+Result<const Phase*> verify_phase_of(const std::vector<Phase>& phases, int64_t drafts) {
+  const Phase* best = nullptr;
+  std::vector<std::string> planned;
+  for (const Phase& p : phases) {
+    planned.push_back(p.name);
+    if (p.kind == PhaseKind::Decode && p.name.rfind("decode.r", 0) == 0 && p.rows >= drafts + 1 &&
+        (!best || p.rows < best->rows))
+      best = &p;
+  }
+  if (!best)
+    return Status::errorf("--draft {}: no decode phase holds the {} rows of a round (planned: {})", drafts, drafts + 1,
+                          fmt::join(planned, ", "));
+  return best;
+}
+
+int64_t draft_sequence_rows(const Phase& phase, const std::vector<Phase>& phases, const BenchOptions& o) {
   if (o.draft <= 0 || phase.kind != PhaseKind::Decode) return 0;
   if (phase.name.rfind(kDraftPhasePrefix, 0) == 0) return phase.rows;  // draft_phase_of measures the smallest: one block
-  return phase.rows == o.draft + 1 ? phase.rows : 0;
+  auto verify = verify_phase_of(phases, o.draft);
+  return verify.is_ok() && (*verify)->name == phase.name ? phase.rows : 0;
 }
 
 Result<DraftRound> draft_round(const std::vector<PhaseMeasure>& phases, const BenchOptions& o,
-                               const std::string& draft_phase) {
+                               const std::string& draft_phase, const std::string& verify_phase) {
   DraftRound round;
   round.drafts = o.draft;
   round.acceptance = o.acceptance;
   round.draft_phase = draft_phase;
-  round.verify_phase = fmt::format("decode.r{}", o.draft + 1);
+  round.verify_phase = verify_phase;
   auto median = [&](const std::string& name) -> Result<double> {
     for (const PhaseMeasure& m : phases)
       if (m.phase == name) {

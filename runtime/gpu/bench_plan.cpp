@@ -70,8 +70,8 @@ Result<std::vector<const Phase*>> pick_bench_phases(const std::vector<Phase>& ph
   if (o.draft > 0) {
     DSV41_ASSIGN_OR_RETURN(const Phase* draft, draft_phase_of(phases, o.draft));
     picked.push_back(draft);
-    if (std::find(o.rows.begin(), o.rows.end(), o.draft + 1) == o.rows.end())
-      DSV41_TRY(pick(fmt::format("decode.r{}", o.draft + 1), "--draft", o.draft));
+    DSV41_ASSIGN_OR_RETURN(const Phase* verify, verify_phase_of(phases, o.draft));
+    if (std::find(picked.begin(), picked.end(), verify) == picked.end()) picked.push_back(verify);
   }
   return picked;
 }

@@ -57,8 +57,8 @@ Status check_bench_world(const std::string& program, int world, int rank, bool a
 std::string bench_agreement(const BenchOptions& options);
 
 // decode.r{R} for each --rows value and prefill.n{N} for each --prefill value, in that order, then with
-// --draft K the Draft phase of one sequence and decode.r{K+1} (unless --rows has it); a size the program
-// did not plan is refused, naming the planned ones.
+// --draft K the Draft phase of one sequence and the verification window (runtime/gpu/bench_draft.h; unless
+// --rows has it); a size the program did not plan is refused, naming the planned ones.
 Result<std::vector<const Phase*>> pick_bench_phases(const std::vector<Phase>& phases, const BenchOptions& options);
 
 // The statics of one step of `phase` with every row active and `fill` entries already in each row's

@@ -208,8 +208,8 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
 
   DSV41_ASSIGN_OR_RETURN(const std::vector<const Phase*> phases, pick_bench_phases(session->phases(), o));
   for (const Phase* phase : phases) {
-    auto measured = measure_phase(*session, p, *phase, config.vocab_size, draft_sequence_rows(*phase, o), o,
-                                  report.roofline.gb_per_s);
+    auto measured = measure_phase(*session, p, *phase, config.vocab_size, draft_sequence_rows(*phase, session->phases(), o),
+                                  o, report.roofline.gb_per_s);
     if (measured.is_ok()) {
       report.phases.push_back(std::move(measured).value());
       continue;
@@ -226,7 +226,8 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   }
   if (o.draft > 0) {
     DSV41_ASSIGN_OR_RETURN(const Phase* draft, draft_phase_of(session->phases(), o.draft));
-    auto round = draft_round(report.phases, o, draft->name);
+    DSV41_ASSIGN_OR_RETURN(const Phase* verify, verify_phase_of(session->phases(), o.draft));
+    auto round = draft_round(report.phases, o, draft->name, verify->name);
     if (round.is_ok()) report.draft = *round;
     else say(o, "drafting: {}", round.status().message());
   }

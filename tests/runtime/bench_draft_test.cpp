@@ -43,15 +43,23 @@ TEST(BenchDraft, TheRoundIsTheSmallestDraftPhaseAndTheVerificationWindow) {
   ASSERT_EQ(picked->size(), 3u);
   EXPECT_EQ((*picked)[1]->name, "draft.r5");
   EXPECT_EQ((*picked)[2]->name, "decode.r4");
-  EXPECT_FALSE(pick_bench_phases(phases, draft_options(3)).is_ok()) << "no decode.r4 planned";
+  // Without decode.r4 the round verifies in decode.r8, the smallest bucket that holds its rows.
+  auto in_eight = pick_bench_phases(phases, draft_options(3));
+  ASSERT_TRUE(in_eight.is_ok()) << in_eight.status().message();
+  EXPECT_EQ(in_eight->back()->name, "decode.r8");
+  const std::vector<Phase> small = {phase("decode.r1", 1), phase("decode.r4", 4), phase("draft.r5", 5)};
+  EXPECT_NE(pick_bench_phases(small, draft_options(5)).status().message().find("no decode phase holds the 6 rows"),
+            std::string::npos);
 }
 
 TEST(BenchDraft, RoundPhasesAreOneSequenceEach) {
   const BenchOptions o = draft_options(5);
-  EXPECT_EQ(draft_sequence_rows(phase("draft.r5", 5), o), 5);
-  EXPECT_EQ(draft_sequence_rows(phase("decode.r6", 6), o), 6);
-  EXPECT_EQ(draft_sequence_rows(phase("decode.r8", 8), o), 0);
-  EXPECT_EQ(draft_sequence_rows(phase("decode.r6", 6), draft_options(0)), 0);
+  const std::vector<Phase> phases = {phase("decode.r1", 1), phase("decode.r6", 6), phase("decode.r8", 8),
+                                     phase("draft.r5", 5)};
+  EXPECT_EQ(draft_sequence_rows(phases[3], phases, o), 5);
+  EXPECT_EQ(draft_sequence_rows(phases[1], phases, o), 6);
+  EXPECT_EQ(draft_sequence_rows(phases[2], phases, o), 0);
+  EXPECT_EQ(draft_sequence_rows(phases[1], phases, draft_options(0)), 0);
   auto statics = bench_statics(phase("decode.r6", 6), 100, 16, 4096, 1000, 6);
   ASSERT_TRUE(statics.is_ok()) << statics.status().message();
   for (int64_t r = 0; r < 6; ++r) {
@@ -71,7 +79,7 @@ TEST(BenchDraft, TokensPerSecondAreAcceptanceOverTheRoundTime) {
   measured[0].phase = "decode.r1", measured[0].ms.median = 2.0;
   measured[1].phase = "draft.r5", measured[1].ms.median = 1.5;
   measured[2].phase = "decode.r6", measured[2].ms.median = 2.5;
-  auto round = draft_round(measured, o, "draft.r5");
+  auto round = draft_round(measured, o, "draft.r5", "decode.r6");
   ASSERT_TRUE(round.is_ok()) << round.status().message();
   EXPECT_DOUBLE_EQ(round->round_ms(), 4.0);
   EXPECT_DOUBLE_EQ(round->tokens_per_s(3), 750.0);  // 3 tokens every 4 ms
@@ -84,9 +92,9 @@ TEST(BenchDraft, TokensPerSecondAreAcceptanceOverTheRoundTime) {
   EXPECT_NE(text.find("at A = 3.00 (--acceptance): 750.0 tokens/s, against serial decode.r1 2.000 ms = 500.0 tokens/s "
                       "(1.50x)"), std::string::npos) << text;
   measured[2].error = "boom";
-  EXPECT_NE(draft_round(measured, o, "draft.r5").status().message().find("decode.r6 failed: boom"), std::string::npos);
+  EXPECT_NE(draft_round(measured, o, "draft.r5", "decode.r6").status().message().find("decode.r6 failed: boom"), std::string::npos);
   measured.pop_back();
-  EXPECT_NE(draft_round(measured, o, "draft.r5").status().message().find("decode.r6 was not measured"), std::string::npos);
+  EXPECT_NE(draft_round(measured, o, "draft.r5", "decode.r6").status().message().find("decode.r6 was not measured"), std::string::npos);
 }
 
 TEST(BenchDraft, OptionsAreCheckedNamingTheFlag) {
