@@ -59,8 +59,8 @@ __device__ __forceinline__ void block_attention(Rows rows, Statics statics, Erro
   if (slot < 0) return zeros();
   const long long f = row_first(statics, r);
   const bool consistent = f >= 0 && f <= r && row_slot(statics, f) == slot &&
-                          row_position(statics, r) - row_position(statics, f) == r - f && row_position(statics, f) >= 0 &&
-                          slot_in(slot, ring);
+                          row_position(statics, r) - row_position(statics, f) == r - f &&
+                          row_position(statics, f) >= 0 && slot_in(slot, ring);
   if (!consistent || ring_rows < window) {
     if (threadIdx.x == 0) report_error(errors, consistent ? ERR_CAPACITY : ERR_STATICS);
     return zeros();

@@ -98,7 +98,8 @@ __device__ __forceinline__ void markov_logits(Rows rows, Statics statics, Errors
   for (long long i = R8; i < rank; ++i)
     tail = __fadd_rn(tail, __fmul_rn(weight_at<format_head>(head, v, i, rank), e[i]));
   const float dot = __fadd_rn(__fadd_rn(__fadd_rn(__fadd_rn(s[0], s[1]), __fadd_rn(s[2], s[3])),
-                                        __fadd_rn(__fadd_rn(s[4], s[5]), __fadd_rn(s[6], s[7]))), tail);
+                                        __fadd_rn(__fadd_rn(s[4], s[5]), __fadd_rn(s[6], s[7]))),
+                              tail);
   out_f[r * vocab + v] = __fadd_rn(static_cast<const float*>(base)[r * vocab + v], dot);
 #endif
 }

@@ -17,8 +17,10 @@ Result<const Phase*> draft_phase_of(const std::vector<Phase>& phases, int64_t dr
     if (p.name.rfind(kDraftPhasePrefix, 0) == 0 && (!smallest || p.rows < smallest->rows)) smallest = &p;
   }
   if (!smallest)
-    return Status::errorf("--draft {}: the program has no Draft phase (planned: {}); plan it with dsv41c plan "
-                          "--draft-tokens K for a model with DSpark blocks", drafts, fmt::join(planned, ", "));
+    return Status::errorf(
+        "--draft {}: the program has no Draft phase (planned: {}); plan it with dsv41c plan "
+        "--draft-tokens K for a model with DSpark blocks",
+        drafts, fmt::join(planned, ", "));
   if (drafts > smallest->rows)
     return Status::errorf("--draft {}: a round drafts at most {} tokens (the rows of {}, dspark_block_size)", drafts,
                           smallest->rows, smallest->name);
@@ -42,7 +44,8 @@ Result<const Phase*> verify_phase_of(const std::vector<Phase>& phases, int64_t d
 
 int64_t draft_sequence_rows(const Phase& phase, const std::vector<Phase>& phases, const BenchOptions& o) {
   if (o.draft <= 0 || phase.kind != PhaseKind::Decode) return 0;
-  if (phase.name.rfind(kDraftPhasePrefix, 0) == 0) return phase.rows;  // draft_phase_of measures the smallest: one block
+  if (phase.name.rfind(kDraftPhasePrefix, 0) == 0)
+    return phase.rows;  // draft_phase_of measures the smallest: one block
   auto verify = verify_phase_of(phases, o.draft);
   return verify.is_ok() && (*verify)->name == phase.name ? phase.rows : 0;
 }
@@ -77,16 +80,20 @@ std::string draft_text(const BenchReport& r) {
   std::string out = fmt::format(
       "\ndrafting    a DSpark round of one sequence with {} drafts: {} {:.3f} ms + {} {:.3f} ms = {:.3f} ms a round\n",
       d.drafts, d.draft_phase, d.draft_ms, d.verify_phase, d.verify_ms, d.round_ms());
-  out += "            tokens/s = A / round ms, A the acceptance length (tokens a round yields: the accepted drafts\n"
-         "            plus verification's own pick, 1 to drafts + 1; measure it with dsv41-rt generate --draft-tokens)\n";
+  out +=
+      "            tokens/s = A / round ms, A the acceptance length (tokens a round yields: the accepted drafts\n"
+      "            plus verification's own pick, 1 to drafts + 1; measure it with dsv41-rt generate --draft-tokens)\n";
   std::string by;
-  for (int64_t a = 1; a <= d.drafts + 1; ++a) by += fmt::format("{}A={} {:.1f}", a == 1 ? "" : ", ", a, d.tokens_per_s(a));
+  for (int64_t a = 1; a <= d.drafts + 1; ++a)
+    by += fmt::format("{}A={} {:.1f}", a == 1 ? "" : ", ", a, d.tokens_per_s(a));
   out += fmt::format("            by acceptance: {}\n", by);
-  out += fmt::format("            at A = {:.2f} (--acceptance): {:.1f} tokens/s", d.acceptance, d.tokens_per_s(d.acceptance));
+  out += fmt::format("            at A = {:.2f} (--acceptance): {:.1f} tokens/s", d.acceptance,
+                     d.tokens_per_s(d.acceptance));
   if (d.serial_ms > 0)
-    out += fmt::format(", against serial decode.r1 {:.3f} ms = {:.1f} tokens/s ({:.2f}x); a round breaks even at "
-                       "A = {:.2f}\n", d.serial_ms, 1e3 / d.serial_ms, d.tokens_per_s(d.acceptance) * d.serial_ms * 1e-3,
-                       d.break_even);
+    out += fmt::format(
+        ", against serial decode.r1 {:.3f} ms = {:.1f} tokens/s ({:.2f}x); a round breaks even at "
+        "A = {:.2f}\n",
+        d.serial_ms, 1e3 / d.serial_ms, d.tokens_per_s(d.acceptance) * d.serial_ms * 1e-3, d.break_even);
   else
     out += " (decode.r1 not measured: add 1 to --rows for the serial rate)\n";
   return out;

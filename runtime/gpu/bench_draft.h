@@ -27,9 +27,9 @@ struct DraftRound {
   double draft_ms = 0, verify_ms = 0;  // medians of the measured phases
   double round_ms() const { return draft_ms + verify_ms; }
   double tokens_per_s(double acceptance) const { return acceptance / (round_ms() * 1e-3); }
-  double serial_ms = 0;       // decode.r1's median (0: not measured in this run)
-  double acceptance = 0;      // --acceptance: the length the headline tokens/s assumes
-  double break_even = 0;      // the acceptance at which a round matches serial decoding (0: no serial)
+  double serial_ms = 0;   // decode.r1's median (0: not measured in this run)
+  double acceptance = 0;  // --acceptance: the length the headline tokens/s assumes
+  double break_even = 0;  // the acceptance at which a round matches serial decoding (0: no serial)
 };
 
 // The Draft phase of one sequence: the smallest draft.r* phase (its rows are the block), or an error

@@ -63,14 +63,15 @@ TEST_F(CudaDspark, TheModelsOwnDraftsGiveSerialDecodingsTokensAtWorldsOneAndTwo)
       double worst = 0;
       for (size_t i = 0; i < cpu->logits.size(); ++i)
         for (size_t v = 0; v < cpu->logits[i].size(); ++v)
-          worst = std::max(worst, static_cast<double>(std::fabs(run->logits[i][v] - cpu->logits[i][v]) / max_abs(cpu->logits[i])));
+          worst = std::max(
+              worst, static_cast<double>(std::fabs(run->logits[i][v] - cpu->logits[i][v]) / max_abs(cpu->logits[i])));
       EXPECT_LE(worst, 1e-3) << "world " << world << ", " << k << " drafts";
       drafted += run->drafting.drafted;
-      std::printf("[measured] world %d, DSpark on the GPU, %lld drafts a round: %zu tokens equal to serial decoding, "
-                  "worst |diff|/max|logit| against the CPU %.2e, %lld rounds, %lld drafted, %lld accepted\n",
-                  world, static_cast<long long>(k), run->tokens.size(), worst,
-                  static_cast<long long>(run->drafting.rounds), static_cast<long long>(run->drafting.drafted),
-                  static_cast<long long>(run->drafting.accepted));
+      std::printf(
+          "[measured] world %d, DSpark on the GPU, %lld drafts a round: %zu tokens equal to serial decoding, "
+          "worst |diff|/max|logit| against the CPU %.2e, %lld rounds, %lld drafted, %lld accepted\n",
+          world, static_cast<long long>(k), run->tokens.size(), worst, static_cast<long long>(run->drafting.rounds),
+          static_cast<long long>(run->drafting.drafted), static_cast<long long>(run->drafting.accepted));
     }
     EXPECT_GT(drafted, 0) << "world " << world << ": the Draft phases proposed nothing";
   }
@@ -102,15 +103,17 @@ TEST_F(CudaDspark, OneAndEightStreamsGreedyAndSeededEqualSerialDecodingForEveryD
       uint64_t drafted = 0;
       for (int64_t k = 1; k <= kDrafts; ++k) {
         const test::Served run = test::serve_requests(**world, count, k, {}, sampled, *dspark);
-        EXPECT_EQ(run.tokens, serial.tokens) << count << " streams, " << (sampled ? "seeded" : "greedy") << ", " << k
-                                             << " drafts";
+        EXPECT_EQ(run.tokens, serial.tokens)
+            << count << " streams, " << (sampled ? "seeded" : "greedy") << ", " << k << " drafts";
         EXPECT_NE(run.metrics.find("dsv41_request_acceptance_length_count " + std::to_string(count)), std::string::npos)
             << run.metrics;
         drafted += run.drafted;
-        std::printf("[measured] world 2 on the GPU, %d stream%s, %s, %lld drafts: %llu rounds, %llu drafted, %llu "
-                    "accepted\n", count, count == 1 ? "" : "s", sampled ? "seeded" : "greedy", static_cast<long long>(k),
-                    static_cast<unsigned long long>(run.rounds), static_cast<unsigned long long>(run.drafted),
-                    static_cast<unsigned long long>(run.accepted));
+        std::printf(
+            "[measured] world 2 on the GPU, %d stream%s, %s, %lld drafts: %llu rounds, %llu drafted, %llu "
+            "accepted\n",
+            count, count == 1 ? "" : "s", sampled ? "seeded" : "greedy", static_cast<long long>(k),
+            static_cast<unsigned long long>(run.rounds), static_cast<unsigned long long>(run.drafted),
+            static_cast<unsigned long long>(run.accepted));
       }
       EXPECT_GT(drafted, 0u) << count << " streams";
     }

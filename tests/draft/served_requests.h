@@ -1,4 +1,5 @@
-// tests/draft/served_requests.h — serves a batch of requests through the scheduler with or without drafting and collects each one's tokens and the drafting metrics (the CPU and CUDA drafted-serving tests share it).
+// tests/draft/served_requests.h — serves a batch of requests through the scheduler with or without drafting and
+// collects each one's tokens and the drafting metrics (the CPU and CUDA drafted-serving tests share it).
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,5 @@
-// tests/runtime/bench_draft_test.cpp — `dsv41-rt bench --draft K` without a GPU: the phases a round takes, their statics, the round's cost and tokens/s, and the option checks.
+// tests/runtime/bench_draft_test.cpp — `dsv41-rt bench --draft K` without a GPU: the phases a round takes, their
+// statics, the round's cost and tokens/s, and the option checks.
 #include <gtest/gtest.h>
 
 #include "runtime/gpu/bench_draft.h"
@@ -90,11 +91,15 @@ TEST(BenchDraft, TokensPerSecondAreAcceptanceOverTheRoundTime) {
   const std::string text = draft_text(report);
   EXPECT_NE(text.find("draft.r5 1.500 ms + decode.r6 2.500 ms = 4.000 ms a round"), std::string::npos) << text;
   EXPECT_NE(text.find("at A = 3.00 (--acceptance): 750.0 tokens/s, against serial decode.r1 2.000 ms = 500.0 tokens/s "
-                      "(1.50x)"), std::string::npos) << text;
+                      "(1.50x)"),
+            std::string::npos)
+      << text;
   measured[2].error = "boom";
-  EXPECT_NE(draft_round(measured, o, "draft.r5", "decode.r6").status().message().find("decode.r6 failed: boom"), std::string::npos);
+  EXPECT_NE(draft_round(measured, o, "draft.r5", "decode.r6").status().message().find("decode.r6 failed: boom"),
+            std::string::npos);
   measured.pop_back();
-  EXPECT_NE(draft_round(measured, o, "draft.r5", "decode.r6").status().message().find("decode.r6 was not measured"), std::string::npos);
+  EXPECT_NE(draft_round(measured, o, "draft.r5", "decode.r6").status().message().find("decode.r6 was not measured"),
+            std::string::npos);
 }
 
 TEST(BenchDraft, OptionsAreCheckedNamingTheFlag) {
@@ -103,7 +108,8 @@ TEST(BenchDraft, OptionsAreCheckedNamingTheFlag) {
   BenchOptions o = draft_options(2);
   o.acceptance = 3.5;
   EXPECT_NE(check_bench_options(o).message().find("--acceptance 3.5: a round of 2 drafts yields 1 to 3"),
-            std::string::npos) << check_bench_options(o).message();
+            std::string::npos)
+      << check_bench_options(o).message();
   o.acceptance = 0.5;
   EXPECT_FALSE(check_bench_options(o).is_ok());
 }
