@@ -60,7 +60,9 @@ std::vector<OpSpec> build_specs() {
       {"stream_mean", {"hidden", "streams", "taps"}, {{"statics", SX}, {"x", S}, {"tap", I}, {"out", S}}},
       {"block_attention", {"heads", "head_dim", "window"},
        {{"statics", SX}, {"q", S}, {"kv", S}, {"ring", ST}, {"sink", W}, {"scale", F}, {"out", S}}},
-      {"markov_logits", {"vocab", "rank"}, {{"statics", SX}, {"base", S}, {"embed", W}, {"head", W}, {"out", S}}},
+      {"markov_logits", {"vocab", "rank"},
+       {{"statics", SX}, {"base", S}, {"embed", W}, {"head", W}, {"picks", S}, {"step", I}, {"out", S}}},
+      {"markov_pick", {"vocab"}, {{"statics", SX}, {"logits", S}, {"step", I}, {"picks", S}}},
   };
 }
 

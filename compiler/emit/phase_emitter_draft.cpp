@@ -66,10 +66,18 @@ void PhaseEmitter::emit_draft() {
   }
   const std::string last = block_prefix(static_cast<int>(c.num_hidden_layers + c.num_nextn_predict_layers - 1));
   emit_head(last + "norm.weight", "logits.base");
-  add(CallBuilder("markov_logits").k("vocab", c.vocab_size).k("rank", c.dspark_markov_rank).statics()
-          .scratch("base", buffer("logits.base", DType::F32, {c.vocab_size}))
-          .weight("embed", weight(last + "markov_head.embed.weight")).weight("head", weight(last + "markov_head.head.weight"))
-          .scratch("out", buffer("logits", DType::F32, {c.vocab_size})));
+  // A sequence's rows one step at a time: each row's Markov term follows the previous row's pick, so
+  // every step is its own call (spread over the whole device) and markov_pick hands the picks on.
+  const int logits = buffer("logits", DType::F32, {c.vocab_size}), picks = buffer("draft.picks", DType::I32, {1});
+  for (int64_t step = 0; step < c.dspark_block_size; ++step) {
+    add(CallBuilder("markov_logits").k("vocab", c.vocab_size).k("rank", c.dspark_markov_rank).statics()
+            .scratch("base", buffer("logits.base", DType::F32, {c.vocab_size}))
+            .weight("embed", weight(last + "markov_head.embed.weight")).weight("head", weight(last + "markov_head.head.weight"))
+            .scratch("picks", picks).integer("step", step).scratch("out", logits));
+    if (step + 1 < c.dspark_block_size)
+      add(CallBuilder("markov_pick").k("vocab", c.vocab_size).statics().scratch("logits", logits).integer("step", step)
+              .scratch("picks", picks));
+  }
 }
 
 }  // namespace dsv41

@@ -3,20 +3,12 @@
 
 #include <set>
 
-#include "common/kernel_contract.h"
 #include "compiler/emit/phase_emitter.h"
 
 namespace dsv41 {
 
-std::vector<std::string> dspark_ops_without_kernels() {
-  std::vector<std::string> missing;
-  for (const char* op : {"stream_mean", "block_attention", "markov_logits"})
-    if (!find_contract(op)) missing.emplace_back(op);
-  return missing;
-}
-
-bool emits_dspark(const ModelConfig& config, const ServingSettings& settings, bool kernels) {
-  return settings.draft_tokens > 0 && config.has_dspark() && (!kernels || dspark_ops_without_kernels().empty());
+bool emits_dspark(const ModelConfig& config, const ServingSettings& settings) {
+  return settings.draft_tokens > 0 && config.has_dspark();
 }
 
 std::vector<int64_t> draft_phase_rows(const ModelConfig& config, const ServingSettings& settings) {
@@ -29,8 +21,8 @@ std::vector<int64_t> draft_phase_rows(const ModelConfig& config, const ServingSe
 }
 
 CallLists emit_call_lists(const ModelConfig& config, const RankShare& share, const WeightPlan& weights,
-                          const ServingSettings& settings, std::span<const int32_t> engram_token_map, bool kernels) {
-  const bool dspark = emits_dspark(config, settings, kernels);
+                          const ServingSettings& settings, std::span<const int32_t> engram_token_map) {
+  const bool dspark = emits_dspark(config, settings);
   const StateLayout state = plan_state_layout(config, settings.context, settings.activations, settings.draft_tokens,
                                               settings.cache_format, dspark);
   EmitInputs inputs{config, share, weights, state, {}, {}, settings.activations};

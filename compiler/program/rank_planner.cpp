@@ -91,8 +91,7 @@ Result<std::vector<KernelPlan>> bind_every_rank(const ModelInputs& inputs, const
         continue;
       }
       const WeightPlan weights = slice_weights(inputs.match, inputs.pack, *share);
-      CallLists calls = emit_call_lists(inputs.config, *share, weights, options.settings, inputs.engram_token_map,
-                                        !options.target.arch.empty());
+      CallLists calls = emit_call_lists(inputs.config, *share, weights, options.settings, inputs.engram_token_map);
       results[rank] = plan_kernels(calls, weights, options.target, rank);
     }
   };
@@ -136,11 +135,6 @@ Result<ServingSettings> settle_settings(const ModelInputs& inputs, const PlanOpt
   DSV41_ASSIGN_OR_RETURN(std::vector<KernelPlan> plans, bind_every_rank(inputs, options));
   std::vector<PhaseRefusal> refused;
   for (const KernelPlan& plan : plans) refused.insert(refused.end(), plan.refusals.begin(), plan.refusals.end());
-  const bool kernels = !options.target.arch.empty();
-  if (options.settings.draft_tokens > 0 && inputs.config.has_dspark() && !emits_dspark(inputs.config, options.settings, kernels))
-    warnings->push_back(fmt::format("setting draft_tokens = {}: no DSpark draft phases for target {} (ops {} have no "
-                                    "kernel yet); rounds draft by prompt lookup", options.settings.draft_tokens,
-                                    options.target.name, fmt::join(dspark_ops_without_kernels(), ", ")));
   return apply_refusals(options.settings, refused, options.target.name, warnings);
 }
 
@@ -150,8 +144,7 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& request
   DSV41_ASSIGN_OR_RETURN(plan.share, plan_share(inputs.config, options.world, rank));
   plan.weights = slice_weights(inputs.match, inputs.pack, plan.share);
   const uint64_t limit = options.memory_limit ? options.memory_limit : options.target.device_memory;
-  plan.calls = emit_call_lists(inputs.config, plan.share, plan.weights, options.settings, inputs.engram_token_map,
-                               !options.target.arch.empty());
+  plan.calls = emit_call_lists(inputs.config, plan.share, plan.weights, options.settings, inputs.engram_token_map);
   DSV41_ASSIGN_OR_RETURN(plan.kernels, plan_kernels(plan.calls, plan.weights, options.target, rank));
   if (!plan.kernels.refusals.empty())
     return Status::errorf("{} (dsv41c plan settles the settings first and drops optional prefill sizes that do not fit)",

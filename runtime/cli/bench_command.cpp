@@ -120,6 +120,17 @@ Runner add_bench_command(CLI::App& app) {
                 "previous one has finished; by default the next one is scheduled while the previous drains)");
   cmd->add_option("--roofline-mib", f->options.roofline_mib, "the streaming-read buffer, MiB (far above the L2 cache)")
       ->capture_default_str();
+  cmd->add_option("--draft", f->options.draft,
+                  "also measure a DSpark round of one sequence with K drafts: the program's smallest Draft phase "
+                  "(draft.r{block}) and the verification window (the smallest decode bucket of at least K+1 rows, as the "
+                  "runtime takes it), each as one sequence's rows at consecutive positions; the report adds the round's cost "
+                  "(draft + verify medians), tokens/s = A / round time for each acceptance length A, and the ratio to "
+                  "serial decode.r1 (programs planned with dsv41c plan --draft-tokens; 0: off)")
+      ->capture_default_str();
+  cmd->add_option("--acceptance", f->options.acceptance,
+                  "the acceptance length (tokens a round yields, 1 to K+1) of the headline drafted tokens/s; the "
+                  "release's drafter accepts about 3 (docs/perf.md)")
+      ->capture_default_str();
   cmd->add_flag("--json", f->json, "print one JSON object per program (JSON Lines) instead of tables");
   cmd->add_option("--json-out", f->json_out, "also write the JSON objects to this file (JSON Lines), whatever is printed");
   cmd->add_flag("--quiet", f->quiet, "no progress on stderr");

@@ -34,6 +34,7 @@ constexpr std::pair<std::string_view, OpFunction> kCpuOps[] = {
     {"stream_mean", op_stream_mean},
     {"block_attention", op_block_attention},
     {"markov_logits", op_markov_logits},
+    {"markov_pick", op_markov_pick},
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "runtime/cpu/ops.h"
 #include "runtime/cpu/ops_draft.h"
+#include "runtime/generate.h"
 
 namespace dsv41::cpu {
 
@@ -73,38 +74,78 @@ Status op_block_attention(const OpContext& ctx) {
   });
 }
 
+namespace {
+
+// Row r's index in its run (rows first(r) .. r, all active and naming first(r)), or -1 when the statics
+// do not make r part of one.
+int64_t run_index(const StaticsView& st, int64_t r) {
+  const int64_t f = st.first_row(r);
+  if (f < 0 || f > r) return -1;
+  for (int64_t q = f; q <= r; ++q)
+    if (!st.active(q) || st.first_row(q) != f) return -1;
+  return r - f;
+}
+
+Result<int64_t> markov_step(const OpContext& ctx) {
+  const int64_t step = ctx.integer("step");
+  if (step < 0) return Status::errorf("op {}: step {} is negative", ctx.call().op, step);
+  return step;
+}
+
+}  // namespace
+
+// One draft row of every sequence (its row `step`): rows at other steps are left as they are, so the
+// phase calls it once a step, with markov_pick between (docs/ops.md "DSpark").
 Status op_markov_logits(const OpContext& ctx) {
   DSV41_TRY(check_constant(ctx, "vocab", 1, 1 << 24));
   DSV41_TRY(check_constant(ctx, "rank", 1, 1 << 16));
   DSV41_TRY(check_statics(ctx));
   const StaticsView& st = ctx.statics();
   const int64_t vocab = ctx.constant("vocab"), rank = ctx.constant("rank"), rows = st.rows;
+  DSV41_ASSIGN_OR_RETURN(const int64_t step, markov_step(ctx));
   DSV41_ASSIGN_OR_RETURN(TensorView base, scratch_arg(ctx, "base", Want::F32, rows * vocab));
   DSV41_ASSIGN_OR_RETURN(const float* embed, weight_arg(ctx, "embed", vocab * rank));
   DSV41_ASSIGN_OR_RETURN(const float* head, weight_arg(ctx, "head", vocab * rank));
+  DSV41_ASSIGN_OR_RETURN(TensorView picks, scratch_arg(ctx, "picks", Want::I32, rows));
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::F32, rows * vocab));
   std::vector<float> logits(static_cast<size_t>(vocab)), markov(static_cast<size_t>(vocab));
-  int32_t prev = 0;
-  // Row order: a sequence's rows are consecutive, and each row's pick feeds the next row's term.
-  return for_active_rows(st, {{&out, vocab}}, [&](int64_t r) -> Status {
-    if (st.first_row(r) == r) prev = st.token(r);  // the bonus token precedes the first draft
-    else if (st.first_row(r) < 0 || st.first_row(r) > r || !st.active(r - 1) || st.first_row(r - 1) != st.first_row(r))
-      return Status::errorf("op markov_logits: row {} names first row {}, but row {} is not of its sequence", r,
-                            st.first_row(r), r - 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!st.active(r)) {
+      write_zeros(out, r * vocab, vocab);
+      continue;
+    }
+    const int64_t index = run_index(st, r);
+    if (index < 0)
+      return Status::errorf("op markov_logits: row {} names first row {}, but the rows from it to row {} are not one "
+                            "sequence's run", r, st.first_row(r), r);
+    if (index != step) continue;
+    // The bonus token precedes the first draft; then the previous row's pick (markov_pick).
+    const int32_t prev = index == 0 ? st.token(r) : picks.get_int(r - 1);
     if (prev < 0 || prev >= vocab)
       return Status::errorf("op markov_logits: row {} follows token {}, outside the vocabulary 0..{}", r, prev, vocab - 1);
     matvec(head, embed + prev * rank, vocab, rank, markov.data());
     read_floats(base, r * vocab, vocab, logits.data());
-    int32_t best = 0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      logits[v] += markov[v];
-      // The greedy pick of runtime/generate.h: the larger value, the lower id on ties, NaN never wins.
-      if (logits[v] > logits[best] || (logits[best] != logits[best] && logits[v] == logits[v])) best = static_cast<int32_t>(v);
-    }
+    for (int64_t v = 0; v < vocab; ++v) logits[v] += markov[v];
     write_floats(out, r * vocab, vocab, logits.data());
-    prev = best;
-    return Status::ok();
-  });
+  }
+  return Status::ok();
+}
+
+Status op_markov_pick(const OpContext& ctx) {
+  DSV41_TRY(check_constant(ctx, "vocab", 1, 1 << 24));
+  DSV41_TRY(check_statics(ctx));
+  const StaticsView& st = ctx.statics();
+  const int64_t vocab = ctx.constant("vocab"), rows = st.rows;
+  DSV41_ASSIGN_OR_RETURN(const int64_t step, markov_step(ctx));
+  DSV41_ASSIGN_OR_RETURN(TensorView logits, scratch_arg(ctx, "logits", Want::F32, rows * vocab));
+  DSV41_ASSIGN_OR_RETURN(TensorView picks, scratch_arg(ctx, "picks", Want::I32, rows));
+  std::vector<float> row(static_cast<size_t>(vocab));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!st.active(r) || run_index(st, r) != step) continue;
+    read_floats(logits, r * vocab, vocab, row.data());
+    picks.set_int(r, greedy_token(row.data(), vocab));  // runtime/generate.h: ties to the lower id, NaN never wins
+  }
+  return Status::ok();
 }
 
 }  // namespace dsv41::cpu

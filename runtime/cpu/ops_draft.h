@@ -10,6 +10,7 @@ namespace dsv41::cpu {
 Status op_stream_mean(const OpContext& ctx);
 Status op_block_attention(const OpContext& ctx);
 Status op_markov_logits(const OpContext& ctx);
+Status op_markov_pick(const OpContext& ctx);
 
 // The arguments of an attention op (sparse_attention, block_attention), checked: the constants heads,
 // head_dim and window, the statics, q (F32), kv and out (one act dtype), sink and scale.

@@ -1,9 +1,12 @@
 // runtime/gpu/bench_plan.cpp — the bench's option checks, phase choice and statics.
 #include "runtime/gpu/bench_plan.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/gpu/bench_draft.h"
 #include "runtime/phase_checks.h"
 
 namespace dsv41::gpu {
@@ -20,6 +23,9 @@ Status check_bench_options(const BenchOptions& o) {
   if (o.fill < 0) return Status::errorf("--fill {}: must be at least 0", o.fill);
   if (o.replays < 1) return Status::errorf("--replays {}: must be at least 1", o.replays);
   if (o.warmup < 0) return Status::errorf("--warmup {}: must be at least 0", o.warmup);
+  if (o.draft < 0) return Status::errorf("--draft {}: must be at least 0 (0: no drafting round)", o.draft);
+  if (o.draft > 0 && !(o.acceptance >= 1 && o.acceptance <= o.draft + 1))
+    return Status::errorf("--acceptance {}: a round of {} drafts yields 1 to {} tokens", o.acceptance, o.draft, o.draft + 1);
   if (!(o.phase_seconds > 0)) return Status::errorf("--phase-seconds {}: must be above 0", o.phase_seconds);
   if (o.roofline_mib < 256)
     return Status::errorf("--roofline-mib {}: must be at least 256 (the buffer must dwarf the L2 cache)", o.roofline_mib);
@@ -61,15 +67,21 @@ Result<std::vector<const Phase*>> pick_bench_phases(const std::vector<Phase>& ph
   };
   for (int64_t r : o.rows) DSV41_TRY(pick(fmt::format("decode.r{}", r), "--rows", r));
   for (int64_t n : o.prefill) DSV41_TRY(pick(fmt::format("prefill.n{}", n), "--prefill", n));
+  if (o.draft > 0) {
+    DSV41_ASSIGN_OR_RETURN(const Phase* draft, draft_phase_of(phases, o.draft));
+    picked.push_back(draft);
+    DSV41_ASSIGN_OR_RETURN(const Phase* verify, verify_phase_of(phases, o.draft));
+    if (std::find(picked.begin(), picked.end(), verify) == picked.end()) picked.push_back(verify);
+  }
   return picked;
 }
 
 Result<std::vector<int32_t>> bench_statics(const Phase& phase, int64_t fill, int64_t slots, int64_t context,
-                                           int64_t vocab) {
+                                           int64_t vocab, int64_t sequence_rows) {
   const int64_t rows = phase.rows;
   DSV41_CHECK(rows >= 1 && slots >= 1 && vocab >= 1);
   const bool prefill = phase.kind == PhaseKind::Prefill;
-  const int64_t per_slot = prefill ? rows : (rows + slots - 1) / slots;
+  const int64_t per_slot = prefill ? rows : sequence_rows > 0 ? sequence_rows : (rows + slots - 1) / slots;
   if (fill + per_slot > context)
     return Status::errorf("--fill {}: phase {} puts {} row{} of a sequence at positions {} .. {}, past the context of {} "
                           "tokens (use a fill of at most {})",

@@ -31,6 +31,8 @@ struct BenchOptions {
   bool per_op = false;                     // a per-call time table from an eager pass
   bool alone = false;                      // a rank of a bigger world run by itself (no peers)
   bool programmatic_launch = true;         // programmatic dependent launch between kernels (--no-pdl: off)
+  int64_t draft = 0;                       // > 0: also a DSpark round of this many drafts (runtime/gpu/bench_draft.h)
+  double acceptance = 3;                   // the acceptance length the round's headline tokens/s assumes
   int64_t roofline_mib = 4096;             // the streaming-read buffer
   std::FILE* progress = stderr;            // boot and per-phase progress; nullptr: quiet
   // One rank of a world of rank processes (bench --master; runtime/gpu/bench_rank.h): the session
@@ -55,15 +57,18 @@ Status check_bench_world(const std::string& program, int world, int rank, bool a
 // at start-up, so ranks started with different flags refuse each other instead of unpairing collectives.
 std::string bench_agreement(const BenchOptions& options);
 
-// decode.r{R} for each --rows value and prefill.n{N} for each --prefill value, in that order; a size
-// the program did not plan is refused, naming the planned ones.
+// decode.r{R} for each --rows value and prefill.n{N} for each --prefill value, in that order, then with
+// --draft K the Draft phase of one sequence and the verification window (runtime/gpu/bench_draft.h; unless
+// --rows has it); a size the program did not plan is refused, naming the planned ones.
 Result<std::vector<const Phase*>> pick_bench_phases(const std::vector<Phase>& phases, const BenchOptions& options);
 
 // The statics of one step of `phase` with every row active and `fill` entries already in each row's
 // cache. Decode rows are separate sequences, one per slot while rows <= slots (otherwise ceil(rows /
 // slots) consecutive rows share a slot at consecutive positions); a prefill phase is one sequence in
-// slot 0 at positions fill .. fill + rows − 1. Tokens are spread over the vocabulary. Refuses a fill
-// whose last position reaches the context.
-Result<std::vector<int32_t>> bench_statics(const Phase& phase, int64_t fill, int64_t slots, int64_t context, int64_t vocab);
+// slot 0 at positions fill .. fill + rows − 1. `sequence_rows` > 0 overrides the decode layout: sequences
+// of that many consecutive rows, one a slot (a Draft phase's blocks; a drafted round's verification
+// window). Tokens are spread over the vocabulary. Refuses a fill whose last position reaches the context.
+Result<std::vector<int32_t>> bench_statics(const Phase& phase, int64_t fill, int64_t slots, int64_t context, int64_t vocab,
+                                           int64_t sequence_rows = 0);
 
 }  // namespace dsv41::gpu

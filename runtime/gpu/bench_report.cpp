@@ -59,7 +59,7 @@ std::string bench_text(const BenchReport& r) {
       out += fmt::format("  {:<20} {:>6} {:>11.3f} {:>11.4f} {:>6.1f}%\n", t.op, t.calls, t.ms, t.ms / t.calls,
                          100 * t.share);
   }
-  return out;
+  return out + draft_text(r);
 }
 
 nlohmann::json bench_json(const BenchReport& r) {
@@ -91,6 +91,15 @@ nlohmann::json bench_json(const BenchReport& r) {
                             {"source", "eager pass: each NCCL exchange synchronised before and after, host-timed"}};
     phases.push_back(phase);
   }
+  nlohmann::json drafting = nullptr;
+  if (r.draft) {
+    const DraftRound& d = *r.draft;
+    drafting = {{"drafts", d.drafts}, {"draft_phase", d.draft_phase}, {"verify_phase", d.verify_phase},
+                {"draft_ms", d.draft_ms}, {"verify_ms", d.verify_ms}, {"round_ms", d.round_ms()},
+                {"serial_ms", d.serial_ms}, {"acceptance", d.acceptance},
+                {"tokens_per_s", d.tokens_per_s(d.acceptance)}, {"break_even_acceptance", d.break_even},
+                {"source", "tokens/s = acceptance / (draft ms + verify ms), the phases' median graph replays"}};
+  }
   return {{"device", r.device},
           {"program", r.program},
           {"world", r.world},
@@ -105,7 +114,8 @@ nlohmann::json bench_json(const BenchReport& r) {
            {{"bytes", r.roofline.bytes}, {"blocks", r.roofline.blocks}, {"threads", r.roofline.threads},
             {"launch_ms", stats_json(r.roofline.ms)}, {"gb_per_s", r.roofline.gb_per_s},
             {"best_gb_per_s", r.roofline.best_gb_per_s}}},
-          {"phases", phases}};
+          {"phases", phases},
+          {"drafting", drafting}};
 }
 
 }  // namespace dsv41::gpu

@@ -72,13 +72,13 @@ Result<EagerPass> eager_pass(GpuSession& session, const Phase& phase, const Phas
 }
 
 Result<PhaseMeasure> measure_phase(GpuSession& session, const fb::Program& program, const Phase& phase, int64_t vocab,
-                                   const BenchOptions& o, double roofline_gb_per_s) {
+                                   int64_t sequence_rows, const BenchOptions& o, double roofline_gb_per_s) {
   PhaseMeasure m;
   m.phase = phase.name;
   m.kind = phase.kind;
   m.rows = phase.rows;
   DSV41_ASSIGN_OR_RETURN(const std::vector<int32_t> statics,
-                         bench_statics(phase, o.fill, session.slots(), session.context(), vocab));
+                         bench_statics(phase, o.fill, session.slots(), session.context(), vocab, sequence_rows));
   DSV41_TRY(session.stage(phase, statics));
   // Warm-up replays, host-timed, size the timed run to the phase budget.
   const int sizing = std::max(o.warmup, 1);
@@ -210,7 +210,8 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
 
   DSV41_ASSIGN_OR_RETURN(const std::vector<const Phase*> phases, pick_bench_phases(session->phases(), o));
   for (const Phase* phase : phases) {
-    auto measured = measure_phase(*session, p, *phase, config.vocab_size, o, report.roofline.gb_per_s);
+    auto measured = measure_phase(*session, p, *phase, config.vocab_size, draft_sequence_rows(*phase, session->phases(), o),
+                                  o, report.roofline.gb_per_s);
     if (measured.is_ok()) {
       report.phases.push_back(std::move(measured).value());
       continue;
@@ -224,6 +225,13 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
     failed.error = measured.status().message();
     say(o, "{}: failed: {}", phase->name, failed.error);
     report.phases.push_back(std::move(failed));
+  }
+  if (o.draft > 0) {
+    DSV41_ASSIGN_OR_RETURN(const Phase* draft, draft_phase_of(session->phases(), o.draft));
+    DSV41_ASSIGN_OR_RETURN(const Phase* verify, verify_phase_of(session->phases(), o.draft));
+    auto round = draft_round(report.phases, o, draft->name, verify->name);
+    if (round.is_ok()) report.draft = *round;
+    else say(o, "drafting: {}", round.status().message());
   }
   return on_report(report);
 }

@@ -10,7 +10,10 @@
 
 #include "common/call_list.h"
 #include "common/status.h"
+#include <optional>
+
 #include "runtime/gpu/bench_bytes.h"
+#include "runtime/gpu/bench_draft.h"
 #include "runtime/gpu/bench_plan.h"
 #include "runtime/gpu/bench_stats.h"
 #include "runtime/gpu/stream_read.h"
@@ -52,6 +55,7 @@ struct BenchReport {
   std::vector<std::pair<std::string, uint64_t>> stored;  // bytes on the device per weight format
   ReadBandwidth roofline;
   std::vector<PhaseMeasure> phases;
+  std::optional<DraftRound> draft;  // --draft K: the round from the measured phases
 };
 
 // Checks the options and the program before any device work; fails naming what stopped it (no driver:

@@ -49,6 +49,7 @@ std::vector<std::string> written_args(const Call& call) {
   if (call.op == "compress") return {"tail", "cache", "index_cache"};
   if (call.op == "window_store") return {"ring"};
   if (call.op == "engram_lookback") return {"lookback"};
+  if (call.op == "markov_pick") return {"picks"};
   return {"out"};
 }
 
@@ -91,6 +92,7 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
   int64_t vocab = 1000;
   if (const Arg* t = call.find_arg("table"); t && t->kind == ArgKind::Weight)
     vocab = std::max<int64_t>(1, site.weights->tensors.at(t->ints[0]).local_shape.at(0));
+  if (call.op == "markov_logits") vocab = call.constant("vocab");  // a row's token is the Markov head's first pick
   if (const Arg* m = call.find_arg("token_map"); m && m->kind == ArgKind::IntList)
     vocab = std::max<int64_t>(1, static_cast<int64_t>(m->ints.size()));
 
@@ -188,7 +190,11 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
     std::vector<uint8_t>& bytes = in.image.scratch[a.ints[0]];
     bytes.assign(static_cast<size_t>(n * dtype_bytes(d.dtype)), 0);
     const bool output = is_output(a.name);
-    if (output && !input_buffers.count(a.ints[0]) && !(call.op == "shared_expert" && a.name == "out")) {
+    // shared_expert adds into its out; stream_mean writes only its tap's columns of it, markov_logits only
+    // its step's rows.
+    const bool accumulates =
+        (call.op == "shared_expert" || call.op == "stream_mean" || call.op == "markov_logits") && a.name == "out";
+    if (output && !input_buffers.count(a.ints[0]) && !accumulates) {
       std::fill(bytes.begin(), bytes.end(), 0xFF);
       continue;
     }
@@ -245,6 +251,8 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
         }
         for (int64_t k = 0; k < width; ++k) store_int(bytes, r * width + k, static_cast<int32_t>(row_c[k]));
       }
+    } else if (call.op == "markov_logits" && a.name == "picks") {  // the previous steps' picks: token ids
+      for (int64_t i = 0; i < n; ++i) store_int(bytes, i, static_cast<int32_t>(rng.below(call.constant("vocab"))));
     } else if (call.op == "engram_gather" && a.name == "ids") {  // row ids inside the table
       const Arg* t = call.find_arg("table");
       if (!t) return Status::errorf("op engram_gather: ids without table");

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -152,7 +153,7 @@ Result<std::shared_ptr<RankLists>> plan_lists(const ModelInputs& inputs, const s
   r->settings = settings;
   DSV41_ASSIGN_OR_RETURN(RankShare share, plan_share(inputs.config, world, rank));
   r->weights = slice_weights(inputs.match, inputs.pack, share);
-  r->calls = emit_call_lists(inputs.config, share, r->weights, settings, inputs.engram_token_map, !target.arch.empty());
+  r->calls = emit_call_lists(inputs.config, share, r->weights, settings, inputs.engram_token_map);
   for (const Phase& phase : r->calls.phases)
     for (const Call& call : phase.calls) {
       auto record = [&](const char* arg, int64_t ratio) {

@@ -2,7 +2,8 @@
 // the same bytes (ctest label "gpu": `ctest -LE gpu` leaves it out; without a driver it skips).
 //
 // Flow: header-only packs of the tiny fixture (in both pack formats: bf16, and the release formats
-// FP8 32x32 tiles / FP4 rows of 32 with UE8M0 scales) and of the release config are synthesised
+// FP8 32x32 tiles / FP4 rows of 32 with UE8M0 scales), of the tiny Engram and tiny draft fixtures
+// (release formats; the draft one planned with 5 drafts a round, for the DSpark ops) and of the release config are synthesised
 // in-process; their call lists are emitted and bound to kernels for target h200 (as
 // compiler/kernels/aot_needs.cpp does): tiny worlds 1-4, every rank, activations bf16 and f32; release world
 // 4, ranks 0 and 2, the heavy ops of the largest decode phase of at most 16 rows. Each distinct
@@ -59,8 +60,9 @@ constexpr int64_t kTinyMaxRows = 64;    // tiny: the largest phase of at most th
 constexpr int64_t kReleaseMaxRows = 16; // release: the largest decode phase of at most this many rows
 // Floors on what a run checks, so that no test passes empty or loses a weight format unnoticed
 // (measured 2026-11-30: see docs/perf.md; a planner change that lowers them must say why).
-constexpr int kTinyMinVariants = 166;        // both pack formats, worlds 1-4, activations bf16 and f32; the
-                                             // expert variants twice, on each side of 16 rows (row_class)
+constexpr int kTinyMinVariants = 178;        // both pack formats, worlds 1-4, activations bf16 and f32; the
+                                             // expert variants twice, on each side of 16 rows (row_class); and
+                                             // the 12 DSpark variants of the tiny draft fixture (branch dsgpu)
 constexpr int kTinyMinQuantized = 50;        // of which read an fp8_tile32 or fp4_row32 weight
 constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2 (and rank 0's
                                              // official-cache variants)
@@ -217,8 +219,9 @@ void report_without_kernel(const std::set<std::string>& ops) {
 // The tiny fixture's variants at worlds 1-4 (activations bf16 and f32), one call each: the call of
 // the largest phase of at most kTinyMaxRows rows (more rows, more sequences per step; else the
 // smallest phase), then the one reading the fewest weight elements.
+// `draft_tokens` > 0 plans drafting (a model with DSpark blocks: taps, draft rings, Draft phases).
 void collect_tiny(const ModelInputs& inputs, const std::string& pack, const Target& target,
-                  std::map<std::string, Case>& cases, std::set<std::string>& without_kernel) {
+                  std::map<std::string, Case>& cases, std::set<std::string>& without_kernel, int64_t draft_tokens = 0) {
   auto better = [](const Case& a, const Case& b) {
     auto rank_rows = [](int64_t rows) { return rows <= kTinyMaxRows ? -rows : rows; };
     const int64_t ra = rank_rows(a.lists->calls.phases[a.phase].rows), rb = rank_rows(b.lists->calls.phases[b.phase].rows);
@@ -239,6 +242,7 @@ void collect_tiny(const ModelInputs& inputs, const std::string& pack, const Targ
     settings.prefill_rows = {2048, 100, 64, 16};  // the tiled products' row classes (row_class)
     settings.activations = activations;
     settings.cache_format = cache_format;
+    settings.draft_tokens = draft_tokens;
     const std::string caches = cache_format == CacheFormat::BF16 ? "" : " caches=official";
     for (int world = 1; world <= 4; ++world)
       for (int rank = 0; rank < world; ++rank) {
@@ -269,13 +273,19 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
   auto engram = synth_inputs("dsv41-tiny-engram", SynthFormat::Release, 1);
   ASSERT_TRUE(engram.is_ok()) << engram.status().message();
   collect_tiny(*engram, "engram release-format", s.target, cases, without_kernel);
+  // The DSpark ops (stream_mean, block_attention, markov_logits) from the tiny draft fixture planned
+  // with 5 drafts a round: its Draft phases of 5-20 rows hold 1-4 sequences of the block.
+  auto draft = synth_inputs("dsv41-tiny-draft", SynthFormat::Release, 1);
+  ASSERT_TRUE(draft.is_ok()) << draft.status().message();
+  collect_tiny(*draft, "draft release-format", s.target, cases, without_kernel, 5);
   report_without_kernel(without_kernel);
   const int quantized = quantized_keys(cases);
   std::printf("tiny: %zu cases (distinct variants; experts once a row class), %d reading FP8/FP4 weights\n",
               cases.size(), quantized);
   const bool filtered = env_text("DSV41_GPU_FILTER") != nullptr;
   if (!filtered) {  // DSV41_GPU_FILTER leaves cases out on purpose
-    for (const char* op : {"engram_hash{", "engram_lookback{", "engram_gather{", "engram_gate{"})
+    for (const char* op : {"engram_hash{", "engram_lookback{", "engram_gather{", "engram_gate{", "stream_mean{",
+                           "block_attention{", "markov_logits{"})
       EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) { return kv.first.rfind(op, 0) == 0; }))
           << op << " has no case";
   }

@@ -99,19 +99,43 @@ TEST(BlockAttention, SeesTheContextWindowBeforeTheBlockAndEveryRowOfTheBlock) {
     }
 }
 
+// The phase's order: markov_logits of step 0, markov_pick of step 0, markov_logits of step 1, ...
 TEST(MarkovLogits, AddsTheMarkovTermOfEachRowsPredecessorChosenGreedily) {
-  constexpr int64_t kVocab = 7, kRank = 3, kRows = 6;
+  constexpr int64_t kVocab = 7, kRank = 3, kRows = 6, kSteps = 3;
   std::mt19937 rng(13);
-  FakeContext ctx("markov_logits", {{"vocab", kVocab}, {"rank", kRank}});
   // Sequence A: rows 0-2 after token 4; sequence B: rows 3-4 after token 1; row 5 unused.
-  ctx.set_rows({{4, 0, 20, 0}, {6, 0, 21, 0}, {6, 0, 22, 0}, {1, 1, 5, 3}, {6, 1, 6, 3}, {0, -1, 0, 0}});
+  const std::vector<RowStatic> rows = {{4, 0, 20, 0}, {6, 0, 21, 0}, {6, 0, 22, 0}, {1, 1, 5, 3}, {6, 1, 6, 3}, {0, -1, 0, 0}};
   const std::vector<float> base = random_values(rng, kRows * kVocab, -1, 1);
   const std::vector<float> embed = random_values(rng, kVocab * kRank, -2, 2), head = random_values(rng, kVocab * kRank, -2, 2);
-  fill(ctx.add_scratch("base", DType::F32, {kRows, kVocab}), base);
-  ctx.add_weight("embed", {kVocab, kRank}, embed);
-  ctx.add_weight("head", {kVocab, kRank}, head);
-  const TensorView out = ctx.add_scratch("out", DType::F32, {kRows, kVocab});
-  ASSERT_TRUE(ctx.run().is_ok());
+  std::vector<float> out(kRows * kVocab, 9.0f);  // rows not yet stepped keep what they held
+  std::vector<int32_t> picks(kRows, -7);
+  for (int64_t step = 0; step < kSteps; ++step) {
+    FakeContext logits("markov_logits", {{"vocab", kVocab}, {"rank", kRank}});
+    logits.set_rows(rows);
+    fill(logits.add_scratch("base", DType::F32, {kRows, kVocab}), base);
+    logits.add_weight("embed", {kVocab, kRank}, embed);
+    logits.add_weight("head", {kVocab, kRank}, head);
+    const TensorView in_picks = logits.add_scratch("picks", DType::I32, {kRows});
+    for (int64_t r = 0; r < kRows; ++r) in_picks.set_int(r, picks[r]);
+    logits.add_int("step", step);
+    const TensorView o = logits.add_scratch("out", DType::F32, {kRows, kVocab});
+    fill(o, out);
+    ASSERT_TRUE(logits.run().is_ok()) << "step " << step;
+    for (int64_t i = 0; i < kRows * kVocab; ++i) {
+      const int64_t r = i / kVocab;
+      const bool stepped = r < 5 && r - rows[r].first_row <= step;
+      if (!stepped && r < 5) EXPECT_EQ(o.get(i), 9.0f) << "row " << r << " is a later step's, step " << step;
+      out[i] = o.get(i);
+    }
+    FakeContext pick("markov_pick", {{"vocab", kVocab}});
+    pick.set_rows(rows);
+    fill(pick.add_scratch("logits", DType::F32, {kRows, kVocab}), out);
+    pick.add_int("step", step);
+    const TensorView p = pick.add_scratch("picks", DType::I32, {kRows});
+    for (int64_t r = 0; r < kRows; ++r) p.set_int(r, picks[r]);
+    ASSERT_TRUE(pick.run().is_ok()) << "step " << step;
+    for (int64_t r = 0; r < kRows; ++r) picks[r] = p.get_int(r);
+  }
   int64_t prev = 0, changed = 0;
   for (int64_t r = 0; r < kRows; ++r) {
     if (r == 0) prev = 4;
@@ -124,11 +148,27 @@ TEST(MarkovLogits, AddsTheMarkovTermOfEachRowsPredecessorChosenGreedily) {
       want[v] = base[r * kVocab + v] + m;
       if (want[v] > want[best]) best = v;
     }
-    for (int64_t v = 0; v < kVocab; ++v) EXPECT_NEAR(out.get(r * kVocab + v), want[v], 1e-5) << "row " << r << ", token " << v;
+    for (int64_t v = 0; v < kVocab; ++v) EXPECT_NEAR(out[r * kVocab + v], want[v], 1e-5) << "row " << r << ", token " << v;
+    if (r < 5) EXPECT_EQ(picks[r], best) << "row " << r;
     changed += r < 5 && best != prev;
     prev = best;
   }
+  EXPECT_EQ(picks[5], -7) << "an inactive row's pick is left alone";
   EXPECT_GT(changed, 0) << "the chain should not be constant, or the test proves little";
+}
+
+TEST(MarkovLogits, ARowOutsideARunIsRefusedNamingIt) {
+  FakeContext ctx("markov_logits", {{"vocab", 3}, {"rank", 2}});
+  ctx.set_rows({{1, 0, 5, 0}, {2, -1, 0, 1}, {2, 0, 7, 0}});  // row 2's run passes an inactive row
+  fill(ctx.add_scratch("base", DType::F32, {3, 3}), std::vector<float>(9, 0.5f));
+  ctx.add_weight("embed", {3, 2}, std::vector<float>(6, 1.0f));
+  ctx.add_weight("head", {3, 2}, std::vector<float>(6, 1.0f));
+  ctx.add_scratch("picks", DType::I32, {3});
+  ctx.add_int("step", 2);
+  ctx.add_scratch("out", DType::F32, {3, 3});
+  const Status s = ctx.run();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("row 2 names first row 0"), std::string::npos) << s.message();
 }
 
 }  // namespace
