@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "runtime/gpu/device_exchange_group.h"
+#include "runtime/gpu/session_boot.h"
 
 namespace dsv41::gpu {
 
@@ -81,21 +82,13 @@ Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& prog
   const int rank = program.program().rank();
   DSV41_TRY(driver_.use_device(device_of(rank)));  // current on this rank's thread
   DSV41_ASSIGN_OR_RETURN(DeviceExchange * exchange, exchange_for(rank));
-  GpuSessionOptions session_options;
-  session_options.model_dir = options_.model_dir;
-  session_options.eager = options_.eager;
-  session_options.synthetic_seed = options_.synthetic_seed;
-  session_options.load.progress = options_.log;
   // Ranks boot one at a time: each measures the device's free memory around its own allocations and
-  // graph build, which another rank booting on the same GPU meanwhile would blur. Boot holds no
-  // collective, so the ranks still meet at their first exchange.
+  // graph build, which another rank booting on the same GPU meanwhile would blur (and their boot
+  // reports stay whole). Boot holds no collective, so the ranks still meet at their first exchange.
   std::lock_guard boot(boot_mutex_);
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
-                         GpuSession::create(program, session_options, driver_, *exchange));
-  if (options_.log) {
-    std::lock_guard lock(mutex_);
-    std::fprintf(options_.log, "%s\n", session->boot_report().c_str());
-    if (!note_.empty()) std::fprintf(options_.log, "rank %d: %s\n", rank, note_.c_str());
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session, boot_session(program, options_, driver_, *exchange));
+  if (options_.log && !note_.empty()) {
+    std::fprintf(options_.log, "rank %d: %s\n", rank, note_.c_str());
     std::fflush(options_.log);
   }
   return std::unique_ptr<RankSession>(std::move(session));
