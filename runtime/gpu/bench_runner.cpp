@@ -173,8 +173,7 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
 
   DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
   DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
-  if (o.device < 0 || o.device >= count)
-    return Status::errorf("--device {}: this machine has {} CUDA device{}", o.device, count, count == 1 ? "" : "s");
+  DSV41_TRY(check_device_ordinal(fmt::format("--device {}", o.device), o.device, count));
   DSV41_TRY(driver->use_device(o.device));
 
   BenchReport report;

@@ -11,9 +11,7 @@ namespace dsv41::gpu {
 Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBackendOptions& options) {
   DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
   DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
-  if (options.device < 0 || options.device >= count)
-    return Status::errorf("--device {}: this machine has {} CUDA device{} (0..{})", options.device, count,
-                          count == 1 ? "" : "s", count - 1);
+  DSV41_TRY(check_device_ordinal(fmt::format("--device {}", options.device), options.device, count));
   if (world < 1) return Status::errorf("world {}: must be at least 1", world);
   if (!options.devices.empty()) {
     if (static_cast<int>(options.devices.size()) != world)
@@ -21,9 +19,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBack
                             options.devices.size(), options.devices.size() == 1 ? "" : "s", world);
     for (size_t i = 0; i < options.devices.size(); ++i) {
       const int d = options.devices[i];
-      if (d < 0 || d >= count)
-        return Status::errorf("--devices: ordinal {} (rank {}): this machine has {} CUDA device{} (0..{})", d, i, count,
-                              count == 1 ? "" : "s", count - 1);
+      DSV41_TRY(check_device_ordinal(fmt::format("--devices: ordinal {} (rank {})", d, i), d, count));
       for (size_t j = 0; j < i; ++j)
         if (options.devices[j] == d)
           return Status::errorf("--devices: ordinal {} named for ranks {} and {} (ranks that share a GPU: --device)", d,

@@ -51,10 +51,8 @@ class ThreadBindingSession final : public RankSession {
 Result<std::unique_ptr<CudaRankBackend>> CudaRankBackend::open(const CudaRankOptions& options) {
   DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
   DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
-  if (options.cuda.device < 0 || options.cuda.device >= count)
-    return Status::errorf("--device {}: this process sees {} CUDA device{} (0..{}; `launch --gpus` shows each rank only "
-                          "its own GPU, as device 0)",
-                          options.cuda.device, count, count == 1 ? "" : "s", count - 1);
+  DSV41_TRY(check_device_ordinal(fmt::format("--device {}", options.cuda.device), options.cuda.device, count,
+                                 "; `launch --gpus` shows each rank only its own GPU, as device 0"));
   DSV41_TRY(driver->use_device(options.cuda.device));
   DSV41_ASSIGN_OR_RETURN(std::string arch, driver->device_arch());
   return std::unique_ptr<CudaRankBackend>(new CudaRankBackend(*driver, options, std::move(arch)));

@@ -1,9 +1,17 @@
-// runtime/gpu/session_boot.cpp — session options from the CUDA backend's, and the logged boot (session_boot.h).
+// runtime/gpu/session_boot.cpp — the ordinal check, session options from the backend's, and the logged boot.
 #include "runtime/gpu/session_boot.h"
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 namespace dsv41::gpu {
+
+Status check_device_ordinal(const std::string& what, int device, int count, const std::string& note) {
+  if (device >= 0 && device < count) return Status::ok();
+  return Status::errorf("{}: this process sees {} CUDA device{} (0..{}{})", what, count, count == 1 ? "" : "s",
+                        count - 1, note);
+}
 
 GpuSessionOptions gpu_session_options(const CudaBackendOptions& options) {
   GpuSessionOptions session;

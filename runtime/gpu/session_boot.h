@@ -1,7 +1,8 @@
-// runtime/gpu/session_boot.h — one rank's GpuSession booted from the CUDA backend's options, its boot report logged.
+// runtime/gpu/session_boot.h — a rank's device ordinal checked, its GpuSession booted from the CUDA backend's options.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "common/program_file.h"
 #include "common/status.h"
@@ -9,6 +10,10 @@
 #include "runtime/gpu/gpu_session.h"
 
 namespace dsv41::gpu {
+
+// Refuses a CUDA ordinal outside the `count` devices this process sees, naming `what` ("--device 3")
+// and the range; `note` is added inside the parentheses (a hint for rank processes).
+Status check_device_ordinal(const std::string& what, int device, int count, const std::string& note = "");
 
 // The session options `options` give: the model folder or the synthetic seed, eager, and the weight
 // load's progress on options.log.
