@@ -1,21 +1,17 @@
 // runtime/draft_verify.cpp — verification rows, exact acceptance and prompt-lookup drafts (runtime/draft_verify.h).
 #include "runtime/draft_verify.h"
 
-#include "common/call_list.h"
+#include "runtime/window_fit.h"
 
 namespace dsv41 {
 
 void append_verify_rows(PhaseRun& run, int64_t first_row, int32_t slot, int64_t position, int32_t pending,
                         const std::vector<int32_t>& drafts) {
-  for (size_t j = 0; j <= drafts.size(); ++j) {
-    const int64_t row = first_row + static_cast<int64_t>(j);
-    int32_t* s = run.statics.data() + row * kStaticsFields;
-    s[kStaticToken] = j == 0 ? pending : drafts[j - 1];
-    s[kStaticSlot] = slot;
-    s[kStaticPosition] = static_cast<int32_t>(position + static_cast<int64_t>(j));
-    s[kStaticFirstRow] = static_cast<int32_t>(first_row);
-    run.logits_rows.push_back(static_cast<int32_t>(row));
-  }
+  std::vector<int32_t> tokens{pending};
+  tokens.insert(tokens.end(), drafts.begin(), drafts.end());
+  write_sequence_rows(run, first_row, slot, position, tokens);
+  for (size_t j = 0; j < tokens.size(); ++j)
+    run.logits_rows.push_back(static_cast<int32_t>(first_row + static_cast<int64_t>(j)));
 }
 
 std::vector<int32_t> accept_drafts(const std::vector<std::vector<float>>& logits, const std::vector<int32_t>& drafts,

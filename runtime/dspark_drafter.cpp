@@ -11,6 +11,7 @@
 #include "common/model_config.h"
 #include "common/program_calls.h"
 #include "runtime/generate.h"
+#include "runtime/window_fit.h"
 
 namespace dsv41 {
 
@@ -46,17 +47,11 @@ Result<std::vector<std::vector<int32_t>>> dspark_drafts(RoundRunner& world, cons
     lengths.push_back(length);
     needed += length;
   }
-  int64_t rows = 0;
-  for (int64_t r : d.rows)  // planned in ascending order: the smallest that holds every seat
-    if (r >= needed) {
-      rows = r;
-      break;
-    }
+  const int64_t rows = smallest_holding(d.rows, needed);
   if (rows == 0)
     return Status::errorf("dspark drafts: {} sequences need {} rows, the largest Draft phase has {}", seats.size(),
-                          needed, d.rows.back());
-  PhaseRun run{fmt::format("{}{}", kDraftPhasePrefix, rows), std::vector<int32_t>(static_cast<size_t>(rows * kStaticsFields), 0), {}};
-  for (int64_t r = needed; r < rows; ++r) run.statics[r * kStaticsFields + kStaticSlot] = -1;
+                          needed, largest_size(d.rows));
+  PhaseRun run = padded_run(fmt::format("{}{}", kDraftPhasePrefix, rows), rows);
   for (size_t s = 0; s < seats.size(); ++s) {
     for (int64_t j = 0; j < lengths[s]; ++j) {
       int32_t* row = run.statics.data() + (firsts[s] + j) * kStaticsFields;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <span>
 
 #include <fmt/ranges.h>
 
@@ -11,6 +12,7 @@
 #include "common/program_calls.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/dspark_drafter.h"
+#include "runtime/window_fit.h"
 #include "runtime/world.h"
 
 namespace dsv41 {
@@ -34,31 +36,15 @@ int rank_of_file_name(const std::string& name) {
   return std::stoi(digits);
 }
 
-// One segment of the prompt (or one decode step) as a round: rows of slot 0 from position `begin`.
-PhaseRun segment_run(const std::string& phase, int64_t rows, const std::vector<int32_t>& tokens, int64_t begin,
+// One segment of the prompt (or one decode step) as a run of `rows` rows: `tokens` of slot 0 from
+// position `begin`, the rows beyond them padding; the last token's logits, or every token's.
+PhaseRun segment_run(const std::string& phase, int64_t rows, std::span<const int32_t> tokens, int64_t begin,
                      bool all_logits) {
-  PhaseRun run{phase, std::vector<int32_t>(static_cast<size_t>(rows * kStaticsFields), 0), {}};
-  const int64_t active = static_cast<int64_t>(tokens.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    int32_t* row = run.statics.data() + r * kStaticsFields;
-    if (r < active) {
-      row[kStaticToken] = tokens[r];
-      row[kStaticSlot] = 0;
-      row[kStaticPosition] = static_cast<int32_t>(begin + r);
-    } else {
-      row[kStaticSlot] = -1;  // beyond the prompt: inactive
-    }
-    row[kStaticFirstRow] = 0;  // every row of the segment belongs to the one sequence
-  }
+  PhaseRun run = padded_run(phase, rows);
+  write_sequence_rows(run, 0, 0, begin, tokens);
+  const auto active = static_cast<int64_t>(tokens.size());
   for (int64_t r = all_logits ? 0 : active - 1; r < active; ++r) run.logits_rows.push_back(static_cast<int32_t>(r));
   return run;
-}
-
-// The smallest planned decode bucket holding `rows` (plan_generation checked that one does).
-int64_t bucket_for(const std::vector<int64_t>& buckets, int64_t rows) {
-  for (int64_t b : buckets)
-    if (b >= rows) return b;
-  return buckets.back();
 }
 
 // Decodes with drafting: each round feeds the pending token and its drafts (the Draft phase's, or prompt
@@ -88,11 +74,11 @@ Status drive_drafted(RoundRunner& world, const Steps& steps, uint64_t round, int
       drafts = lookup_drafts(sequence, k);
     }
     if (static_cast<int64_t>(drafts.size()) > k) drafts.resize(static_cast<size_t>(k));
-    const auto rows = static_cast<int64_t>(drafts.size()) + 1, bucket = bucket_for(steps.plan.decode_rows, rows);
+    // plan_generation checked that the largest bucket holds draft_tokens + 1 rows.
+    const int64_t bucket = smallest_holding(steps.plan.decode_rows, static_cast<int64_t>(drafts.size()) + 1);
     RoundPlan plan;
     plan.round = round++;
-    PhaseRun run{fmt::format("decode.r{}", bucket), std::vector<int32_t>(static_cast<size_t>(bucket * kStaticsFields), 0), {}};
-    for (int64_t r = rows; r < bucket; ++r) run.statics[r * kStaticsFields + kStaticSlot] = -1;
+    PhaseRun run = padded_run(fmt::format("decode.r{}", bucket), bucket);
     append_verify_rows(run, 0, 0, position, pending, drafts);
     plan.runs.push_back(std::move(run));
     DSV41_ASSIGN_OR_RETURN(auto logits, world.run(plan));
@@ -122,8 +108,8 @@ Status drive(RoundRunner& world, const Steps& steps, GenerateResult& out) {
     RoundPlan plan;
     plan.round = round++;
     if (begin == 0) plan.reset_slots = {0};
-    const std::vector<int32_t> piece(steps.options.prompt.begin() + begin,
-                                     steps.options.prompt.begin() + std::min(prompt_rows, begin + n));
+    const std::span<const int32_t> piece(steps.options.prompt.data() + begin,
+                                         static_cast<size_t>(std::min(prompt_rows, begin + n) - begin));
     plan.runs.push_back(segment_run(steps.plan.prefill_phase, n, piece, begin, steps.options.all_logits));
     DSV41_ASSIGN_OR_RETURN(auto rows, world.run(plan));
     last = rows.back();
@@ -139,7 +125,7 @@ Status drive(RoundRunner& world, const Steps& steps, GenerateResult& out) {
     if (next == steps.plan.eos || static_cast<int>(out.tokens.size()) >= steps.options.max_tokens) break;
     RoundPlan plan;
     plan.round = round++;
-    plan.runs.push_back(segment_run("decode.r1", 1, {next}, position, false));
+    plan.runs.push_back(segment_run("decode.r1", 1, std::span<const int32_t>(&next, 1), position, false));
     DSV41_ASSIGN_OR_RETURN(auto rows, world.run(plan));
     next = greedy_token(rows[0].data(), steps.plan.vocab);
     out.logits.push_back(std::move(rows[0]));

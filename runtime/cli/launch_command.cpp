@@ -3,10 +3,10 @@
 
 #include <cstdio>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "runtime/cli/id_list.h"
 #include "runtime/dist/launcher.h"
 
 namespace dsv41::cli {
@@ -19,21 +19,14 @@ struct LaunchFlags {
   CLI::App* command = nullptr;
 };
 
-// "0,1" → {0, 1}; anything but comma-separated ordinals is a usage error naming the text.
-bool parse_gpus(const std::string& text, std::vector<int>& out) {
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || item.size() > 4) return false;
-    out.push_back(std::stoi(item));
-  }
-  return !text.empty() && text.back() != ',';
-}
-
 int run_launch(LaunchFlags& f) {
-  if (!f.gpus.empty() && !parse_gpus(f.gpus, f.options.gpus)) {
-    std::fprintf(stderr, "dsv41-rt launch: error: --gpus %s: expected GPU ordinals separated by commas, e.g. 0,1\n",
-                 f.gpus.c_str());
-    return 2;
+  if (!f.gpus.empty()) {
+    auto gpus = parse_id_list("--gpus", f.gpus, "a GPU ordinal", 9999);
+    if (!gpus.is_ok()) {
+      std::fprintf(stderr, "dsv41-rt launch: error: %s\n", gpus.status().message().c_str());
+      return 2;
+    }
+    f.options.gpus.assign(gpus->begin(), gpus->end());
   }
   f.options.command = f.command->remaining();
   f.options.world = f.world > 0 ? f.world : static_cast<int>(f.options.gpus.size());

@@ -1,6 +1,7 @@
 // runtime/cli/tokenize_command.cpp — `dsv41-rt tokenize --tokenizer FILE (--text T | --ids a,b,...)`.
 #include "runtime/cli/tokenize_command.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "runtime/cli/id_list.h"
 #include "runtime/text/tokenizer.h"
 
 namespace dsv41::cli {
@@ -19,42 +21,23 @@ struct TokenizeFlags {
   bool has_text = false;
 };
 
-Result<std::vector<int32_t>> parse_ids(const std::string& list) {
-  std::vector<int32_t> ids;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    const size_t comma = std::min(list.find(',', pos), list.size());
-    const std::string item = list.substr(pos, comma - pos);
-    size_t used = 0;
-    long long value = -1;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || value < 0 || value > INT32_MAX) {
-      return Status::errorf("--ids {:?}: item {:?} is not a token id (0..{})", list, item, INT32_MAX);
-    }
-    ids.push_back(static_cast<int32_t>(value));
-    pos = comma + 1;
-  }
-  return ids;
-}
-
 Status run_tokenize(const TokenizeFlags& f) {
+  std::vector<int64_t> listed;  // parsed before the tokenizer loads: a malformed list fails at once
+  if (!f.has_text) {
+    DSV41_ASSIGN_OR_RETURN(listed, parse_id_list("--ids", f.ids, "a token id", INT32_MAX));
+  }
   DSV41_ASSIGN_OR_RETURN(const text::Tokenizer tokenizer, text::Tokenizer::load(f.tokenizer));
   if (f.has_text) {
     std::printf("%s\n", fmt::format("{}", fmt::join(tokenizer.encode(f.text), ",")).c_str());
     return Status::ok();
   }
-  DSV41_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, parse_ids(f.ids));
-  for (const int32_t id : ids) {
+  for (const int64_t id : listed) {
     if (id >= tokenizer.vocab_size()) {
       return Status::errorf("--ids: id {} is outside the vocabulary of {} ({} ids)", id, f.tokenizer,
                             tokenizer.vocab_size());
     }
   }
-  const std::string text = tokenizer.decode(ids);
+  const std::string text = tokenizer.decode(std::vector<int32_t>(listed.begin(), listed.end()));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::printf("\n");
   return Status::ok();

@@ -1,8 +1,8 @@
 // runtime/dist/control.h — the control connection of a world of rank processes: rank 0 listens, followers join, agree, then follow.
 //
 // A star: every follower holds one link to rank 0, rank 0 one link to each follower. The links carry
-// the start-up agreement, rank 0's commands (run a phase, reset a slot, a serving round's plan,
-// stop), the socket exchange's partials, heartbeats and failure reports. docs/distributed.md.
+// the start-up agreement, rank 0's commands (each round's plan, generate's or serve's; stop), the
+// socket exchange's partials, heartbeats and failure reports. docs/distributed.md.
 #pragma once
 
 #include <functional>

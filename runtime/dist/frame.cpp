@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstring>
+#include <iterator>
 
 namespace dsv41::dist {
 
@@ -10,9 +11,13 @@ static_assert(std::endian::native == std::endian::little, "frames are little-end
 
 namespace {
 
-const char* kTypeNames[] = {"Hello",     "Agreement", "RunPhase",    "ResetSlot",      "RoundPlan",     "Stop",
+// Indexed by type - 1; null: a retired type (3, 4), unknown on the wire.
+const char* kTypeNames[] = {"Hello",     "Agreement", nullptr,       nullptr,          "RoundPlan",     "Stop",
                             "Heartbeat", "Failed",    "ExchangeSum", "ExchangeGather", "ExchangeResult",
                             "CommId"};
+static_assert(std::size(kTypeNames) == kLastFrameType);
+
+bool known_type(uint16_t type) { return type >= 1 && type <= kLastFrameType && kTypeNames[type - 1] != nullptr; }
 
 template <class T>
 T load(const uint8_t* p) {
@@ -24,7 +29,7 @@ T load(const uint8_t* p) {
 }  // namespace
 
 std::string frame_type_name(uint16_t type) {
-  if (type >= 1 && type <= kLastFrameType) return kTypeNames[type - 1];
+  if (known_type(type)) return kTypeNames[type - 1];
   return fmt::format("type {}", type);
 }
 
@@ -48,8 +53,8 @@ Result<FrameHeader> decode_header(const uint8_t* bytes, const std::string& peer)
     return Status::errorf("{}: control protocol version {}, this rank speaks {} (ranks of different builds?)", peer,
                           version, kProtocolVersion);
   const uint16_t type = load<uint16_t>(bytes + 6);
-  if (type < 1 || type > kLastFrameType)
-    return Status::errorf("{}: frame type {} unknown (known: 1..{})", peer, type, kLastFrameType);
+  if (!known_type(type))
+    return Status::errorf("{}: frame type {} unknown (known: 1, 2, 5..{})", peer, type, kLastFrameType);
   const uint32_t length = load<uint32_t>(bytes + 8);
   if (length > kMaxFramePayload)
     return Status::errorf("{}: {} frame of {} bytes exceeds the limit of {} bytes", peer, frame_type_name(type), length,

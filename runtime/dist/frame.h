@@ -21,8 +21,8 @@ constexpr uint32_t kMaxFramePayload = 256u << 20;
 enum class FrameType : uint16_t {
   Hello = 1,           // follower → rank 0: its RankFacts
   Agreement = 2,       // rank 0 → follower: accepted, or the one refusal message
-  RunPhase = 3,        // rank 0 → follower: run phase P over statics S (protocol 2's generate; no longer sent)
-  ResetSlot = 4,       // rank 0 → follower: zero a slot's state (protocol 2's generate; no longer sent)
+  // 3 and 4 were protocol 2's RunPhase and ResetSlot (generate step by step), which RoundPlan replaced:
+  // never sent since protocol 3, so a frame of either type is refused as unknown.
   RoundPlan = 5,       // rank 0 → follower: one round (generate, serve), the bytes of runtime/round_plan.h
   Stop = 6,            // rank 0 → follower: finish cleanly
   Heartbeat = 7,       // both ways, every heartbeat period: silence longer than the watchdog is a failure
@@ -34,7 +34,7 @@ enum class FrameType : uint16_t {
 };
 constexpr uint16_t kLastFrameType = 12;
 
-// "RunPhase", or "type 99" for a value outside the enum.
+// "RoundPlan", or "type 99" for a value outside the enum (3 and 4 included).
 std::string frame_type_name(uint16_t type);
 
 struct FrameHeader {

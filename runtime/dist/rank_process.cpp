@@ -55,8 +55,8 @@ Result<ProgramFile> load_rank_program(const RankProcessOptions& o) {
   return program;
 }
 
-Result<std::unique_ptr<Control>> join_world(const RankProcessOptions& o, const ProgramFile& program,
-                                            const std::shared_ptr<RankBackend>& backend) {
+Status run_in_world(const RankProcessOptions& o, const ProgramFile& program, const RankWork& work) {
+  const std::shared_ptr<RankBackend> backend = o.backend ? o.backend : cpu_rank_backend(o.model_dir);
   ControlOptions control_options;
   control_options.rank = o.rank;
   control_options.world = o.world;
@@ -70,26 +70,24 @@ Result<std::unique_ptr<Control>> join_world(const RankProcessOptions& o, const P
   };
   RankFacts facts = facts_of(program, backend->arch());
   if (!o.purpose.empty()) facts.settings += "; " + o.purpose;
-  return Control::join(control_options, facts);
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Control> control, Control::join(control_options, facts));
+  // From here on a failure of this rank is every rank's: tell the others before returning it.
+  const Status status = work(*control, *backend);
+  if (!status.is_ok()) control->fail(rank_reason(o.rank, status.message()));
+  backend->close();
+  return status;
 }
 
 Status run_as_rank(const RankProcessOptions& o, const Lead& lead) {
   DSV41_ASSIGN_OR_RETURN(ProgramFile program, load_rank_program(o));
   DSV41_ASSIGN_OR_RETURN(WorldFacts facts, world_facts(program, o.world));
-  std::shared_ptr<RankBackend> backend = o.backend ? o.backend : cpu_rank_backend(o.model_dir);
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<Control> control, join_world(o, program, backend));
-  // From here on a failure of this rank is every rank's: tell the others before returning it.
-  auto run = [&]() -> Status {
-    DSV41_ASSIGN_OR_RETURN(std::unique_ptr<RankSession> session, backend->create(program, *control));
-    if (!control->leader()) return follow_rounds(*control, *session, facts.slots, digest_reporter(o));
-    LeaderRounds rounds(*control, *session, facts, digest_reporter(o), decode_pacer(o));
+  return run_in_world(o, program, [&](Control& control, RankBackend& backend) -> Status {
+    DSV41_ASSIGN_OR_RETURN(std::unique_ptr<RankSession> session, backend.create(program, control));
+    if (!control.leader()) return follow_rounds(control, *session, facts.slots, digest_reporter(o));
+    LeaderRounds rounds(control, *session, facts, digest_reporter(o), decode_pacer(o));
     DSV41_TRY(lead(rounds, program));
-    return control->stop();
-  };
-  const Status status = run();
-  if (!status.is_ok()) control->fail(rank_reason(o.rank, status.message()));
-  backend->close();
-  return status;
+    return control.stop();
+  });
 }
 
 Result<GenerateResult> generate_as_rank(const RankProcessOptions& o, const GenerateOptions& generate) {

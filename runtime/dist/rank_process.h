@@ -33,18 +33,22 @@ struct RankProcessOptions {
 // This rank's program: rank{rank}.fb of the folder, or the file, checked to be this rank of this world.
 Result<ProgramFile> load_rank_program(const RankProcessOptions& options);
 
-// Joins the world as options.rank with the agreement's facts of `program` on `backend` (whose abort
-// hears of a peer's failure before options.on_peer_failure does).
-Result<std::unique_ptr<Control>> join_world(const RankProcessOptions& options, const ProgramFile& program,
-                                            const std::shared_ptr<RankBackend>& backend);
+// What a rank does once it has joined the world: `control` (rank 0's links to every follower, or a
+// follower's to rank 0) and the rank's backend.
+using RankWork = std::function<Status(Control& control, RankBackend& backend)>;
+
+// Joins the world as options.rank with the agreement's facts of `program` on options.backend (null: the
+// CPU backend reading options.model_dir; its abort hears of a peer's failure before
+// options.on_peer_failure does), then runs `work`. This rank's own failure is reported to every other
+// rank before it is returned, and the backend is closed after `work`, whatever it returned.
+Status run_in_world(const RankProcessOptions& options, const ProgramFile& program, const RankWork& work);
 
 // What rank 0 runs once every rank has its session: rounds on `rounds` (each sent to every follower
 // first), returning when the work is done.
 using Lead = std::function<Status(LeaderRounds& rounds, const ProgramFile& program)>;
 
-// Joins the world, boots this rank's session, then rank 0 calls `lead` and stops the followers after
-// it; a follower runs rank 0's rounds until the stop. This rank's own failure is reported to every
-// other rank before it is returned.
+// run_in_world with this rank's program: boots this rank's session, then rank 0 calls `lead` and stops
+// the followers after it; a follower runs rank 0's rounds until the stop.
 Status run_as_rank(const RankProcessOptions& options, const Lead& lead);
 
 // generate() with this process as one rank: rank 0 validates the request and drives the rounds

@@ -24,25 +24,19 @@ Status run_bench_as_rank(BenchOptions o, dist::RankProcessOptions rank, const Be
   DSV41_ASSIGN_OR_RETURN(ProgramFile program, dist::load_rank_program(rank));
   o.program = program.source();
   CudaRankOptions cuda;
-  cuda.cuda.device = o.device;
-  cuda.cuda.model_dir = o.model_dir;
-  cuda.cuda.synthetic_seed = o.synthetic_seed;
+  cuda.cuda = bench_cuda_options(o);
   DSV41_ASSIGN_OR_RETURN(std::shared_ptr<CudaRankBackend> backend, CudaRankBackend::open(cuda));
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<dist::Control> control, dist::join_world(rank, program, backend));
-  auto run = [&]() -> Status {
-    DSV41_ASSIGN_OR_RETURN(o.exchange, backend->join(program, *control));
+  rank.backend = backend;
+  return dist::run_in_world(rank, program, [&](dist::Control& control, dist::RankBackend&) -> Status {
+    DSV41_ASSIGN_OR_RETURN(o.exchange, backend->join(program, control));
     o.nccl = backend->nccl_exchange();
-    if (!control->leader()) {
+    if (!control.leader()) {
       DSV41_TRY(run_bench(o, [](const BenchReport&) { return Status::ok(); }));
-      return await_stop(*control);
+      return await_stop(control);
     }
     DSV41_TRY(run_bench(o, on_report));
-    return control->stop();
-  };
-  const Status status = run();
-  if (!status.is_ok()) control->fail(dist::rank_reason(rank.rank, status.message()));
-  backend->close();
-  return status;
+    return control.stop();
+  });
 }
 
 }  // namespace dsv41::gpu

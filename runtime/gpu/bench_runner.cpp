@@ -17,6 +17,7 @@
 #include "runtime/gpu/device_exchange.h"
 #include "runtime/gpu/gpu_session.h"
 #include "runtime/gpu/nccl_exchange.h"
+#include "runtime/gpu/session_boot.h"
 
 namespace dsv41::gpu {
 namespace {
@@ -153,6 +154,15 @@ std::vector<OpTime> group_op_times(const std::vector<std::string>& ops, const st
   return out;
 }
 
+CudaBackendOptions bench_cuda_options(const BenchOptions& o) {
+  CudaBackendOptions cuda;
+  cuda.device = o.device;
+  cuda.model_dir = o.model_dir;
+  cuda.synthetic_seed = o.synthetic_seed;
+  cuda.log = o.progress;
+  return cuda;
+}
+
 Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   DSV41_TRY(check_bench_options(o));
   DSV41_ASSIGN_OR_RETURN(const ProgramFile file, ProgramFile::load(o.program));
@@ -164,8 +174,7 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
 
   DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
   DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
-  if (o.device < 0 || o.device >= count)
-    return Status::errorf("--device {}: this machine has {} CUDA device{}", o.device, count, count == 1 ? "" : "s");
+  DSV41_TRY(check_device_ordinal(fmt::format("--device {}", o.device), o.device, count));
   DSV41_TRY(driver->use_device(o.device));
 
   BenchReport report;
@@ -186,15 +195,10 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
 
   HostStagedExchange own_exchange(*driver, 1);  // world 1 never calls it; --alone binds no host exchange
   DeviceExchange& exchange = o.exchange ? *o.exchange : own_exchange;
-  GpuSessionOptions session_options;
-  session_options.model_dir = o.model_dir;
-  session_options.synthetic_seed = o.synthetic_seed;
-  session_options.alone = o.alone;
-  set_programmatic_launch(o.programmatic_launch);
-  session_options.load.progress = o.progress;
+  set_programmatic_launch(o.programmatic_launch);  // process-wide (runtime/gpu/programmatic_launch.h)
   say(o, "booting rank {} of world {}{} ({})", p.rank(), p.world(), o.alone ? ", alone" : "", report.weights);
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session, GpuSession::create(file, session_options, *driver, exchange));
-  if (o.progress) std::fprintf(o.progress, "%s\n", session->boot_report().c_str());
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
+                         boot_session(file, bench_cuda_options(o), *driver, exchange, o.alone));
   // After the boot: the graphs are captured, so only the eager passes call the exchange (and are timed).
   if (o.nccl) o.nccl->time_exchanges(*driver);
 

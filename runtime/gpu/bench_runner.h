@@ -16,6 +16,7 @@
 #include "runtime/gpu/bench_draft.h"
 #include "runtime/gpu/bench_plan.h"
 #include "runtime/gpu/bench_stats.h"
+#include "runtime/gpu/cuda_backend.h"
 #include "runtime/gpu/stream_read.h"
 
 namespace dsv41::gpu {
@@ -64,6 +65,9 @@ struct BenchReport {
 // session and its device memory are released; its failure is returned.
 using BenchReportSink = std::function<Status(const BenchReport&)>;
 Status run_bench(const BenchOptions& options, const BenchReportSink& on_report);
+
+// The CUDA backend's options a bench boots its rank with: its device, weights and progress.
+CudaBackendOptions bench_cuda_options(const BenchOptions& options);
 
 // Per-op rows from per-call times (ops[i] is call i's op; a negative time: the call did not launch),
 // grouped by op, slowest first, shares of the total.

@@ -4,15 +4,14 @@
 #include <fmt/ranges.h>
 
 #include "runtime/gpu/device_exchange_group.h"
+#include "runtime/gpu/session_boot.h"
 
 namespace dsv41::gpu {
 
 Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBackendOptions& options) {
   DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
   DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
-  if (options.device < 0 || options.device >= count)
-    return Status::errorf("--device {}: this machine has {} CUDA device{} (0..{})", options.device, count,
-                          count == 1 ? "" : "s", count - 1);
+  DSV41_TRY(check_device_ordinal(fmt::format("--device {}", options.device), options.device, count));
   if (world < 1) return Status::errorf("world {}: must be at least 1", world);
   if (!options.devices.empty()) {
     if (static_cast<int>(options.devices.size()) != world)
@@ -20,9 +19,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::open(int world, const CudaBack
                             options.devices.size(), options.devices.size() == 1 ? "" : "s", world);
     for (size_t i = 0; i < options.devices.size(); ++i) {
       const int d = options.devices[i];
-      if (d < 0 || d >= count)
-        return Status::errorf("--devices: ordinal {} (rank {}): this machine has {} CUDA device{} (0..{})", d, i, count,
-                              count == 1 ? "" : "s", count - 1);
+      DSV41_TRY(check_device_ordinal(fmt::format("--devices: ordinal {} (rank {})", d, i), d, count));
       for (size_t j = 0; j < i; ++j)
         if (options.devices[j] == d)
           return Status::errorf("--devices: ordinal {} named for ranks {} and {} (ranks that share a GPU: --device)", d,
@@ -81,21 +78,13 @@ Result<std::unique_ptr<RankSession>> CudaBackend::create(const ProgramFile& prog
   const int rank = program.program().rank();
   DSV41_TRY(driver_.use_device(device_of(rank)));  // current on this rank's thread
   DSV41_ASSIGN_OR_RETURN(DeviceExchange * exchange, exchange_for(rank));
-  GpuSessionOptions session_options;
-  session_options.model_dir = options_.model_dir;
-  session_options.eager = options_.eager;
-  session_options.synthetic_seed = options_.synthetic_seed;
-  session_options.load.progress = options_.log;
   // Ranks boot one at a time: each measures the device's free memory around its own allocations and
-  // graph build, which another rank booting on the same GPU meanwhile would blur. Boot holds no
-  // collective, so the ranks still meet at their first exchange.
+  // graph build, which another rank booting on the same GPU meanwhile would blur (and their boot
+  // reports stay whole). Boot holds no collective, so the ranks still meet at their first exchange.
   std::lock_guard boot(boot_mutex_);
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
-                         GpuSession::create(program, session_options, driver_, *exchange));
-  if (options_.log) {
-    std::lock_guard lock(mutex_);
-    std::fprintf(options_.log, "%s\n", session->boot_report().c_str());
-    if (!note_.empty()) std::fprintf(options_.log, "rank %d: %s\n", rank, note_.c_str());
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session, boot_session(program, options_, driver_, *exchange));
+  if (options_.log && !note_.empty()) {
+    std::fprintf(options_.log, "rank %d: %s\n", rank, note_.c_str());
     std::fflush(options_.log);
   }
   return std::unique_ptr<RankSession>(std::move(session));

@@ -58,8 +58,8 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<NcclComm>> comms_;   // --devices: a communicator per rank (before its exchange)
   std::vector<std::unique_ptr<NcclExchange>> nccl_exchanges_;  // per rank
   std::string note_;
-  std::mutex mutex_;       // the log
-  std::mutex boot_mutex_;  // one rank's boot at a time
+  std::mutex mutex_;       // nccl_exchanges_, which each rank's thread fills
+  std::mutex boot_mutex_;  // one rank's boot (and its log lines) at a time
 };
 
 }  // namespace dsv41::gpu

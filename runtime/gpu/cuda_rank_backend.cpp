@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+#include "runtime/gpu/session_boot.h"
+
 namespace dsv41::gpu {
 namespace {
 
@@ -49,10 +51,8 @@ class ThreadBindingSession final : public RankSession {
 Result<std::unique_ptr<CudaRankBackend>> CudaRankBackend::open(const CudaRankOptions& options) {
   DSV41_ASSIGN_OR_RETURN(CudaDriver * driver, CudaDriver::open());
   DSV41_ASSIGN_OR_RETURN(const int count, driver->device_count());
-  if (options.cuda.device < 0 || options.cuda.device >= count)
-    return Status::errorf("--device {}: this process sees {} CUDA device{} (0..{}; `launch --gpus` shows each rank only "
-                          "its own GPU, as device 0)",
-                          options.cuda.device, count, count == 1 ? "" : "s", count - 1);
+  DSV41_TRY(check_device_ordinal(fmt::format("--device {}", options.cuda.device), options.cuda.device, count,
+                                 "; `launch --gpus` shows each rank only its own GPU, as device 0"));
   DSV41_TRY(driver->use_device(options.cuda.device));
   DSV41_ASSIGN_OR_RETURN(std::string arch, driver->device_arch());
   return std::unique_ptr<CudaRankBackend>(new CudaRankBackend(*driver, options, std::move(arch)));
@@ -113,17 +113,7 @@ Result<DeviceExchange*> CudaRankBackend::join(const ProgramFile& program, dist::
 
 Result<std::unique_ptr<RankSession>> CudaRankBackend::create(const ProgramFile& program, dist::Control& control) {
   DSV41_ASSIGN_OR_RETURN(DeviceExchange * exchange, join(program, control));
-  GpuSessionOptions session_options;
-  session_options.model_dir = options_.cuda.model_dir;
-  session_options.eager = options_.cuda.eager;
-  session_options.synthetic_seed = options_.cuda.synthetic_seed;
-  session_options.load.progress = options_.cuda.log;
-  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
-                         GpuSession::create(program, session_options, driver_, *exchange));
-  if (options_.cuda.log) {
-    std::fprintf(options_.cuda.log, "%s\n", session->boot_report().c_str());
-    std::fflush(options_.cuda.log);
-  }
+  DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session, boot_session(program, options_.cuda, driver_, *exchange));
   return std::unique_ptr<RankSession>(new ThreadBindingSession(std::move(session), driver_, options_.cuda.device));
 }
 

@@ -46,6 +46,7 @@ std::variant<std::shared_ptr<RequestStream>, ApiError> Scheduler::submit(Generat
   s->stream = std::make_shared<RequestStream>(next_id_++);
   s->stream->seed = request.sampling.seed;
   s->request = std::move(request);
+  s->history = s->request.prompt;  // from here on each emitted token is appended (emit)
   s->admitted = Clock::now();
   auto stream = s->stream;
   queue_.push_back(std::move(s));
@@ -153,58 +154,60 @@ void Scheduler::emit(Sequence& s, const Sampled& t, int64_t position, Clock::tim
   else if (s.generated >= s.request.max_tokens) end(s, {"length", ""});
 }
 
+Status Scheduler::draft(const std::vector<Sequence*>& round) {
+  // DSpark drafts come from one Draft phase for every drafting sequence, run before the round.
+  const bool dspark = !options_.drafter && options_.dspark.enabled();
+  std::vector<DraftSeat> seats;
+  std::vector<std::pair<Sequence*, int64_t>> seated;  // each seat's sequence and the drafts it wants
+  for (Sequence* s : round) {
+    const bool decoding = s->prefilled >= static_cast<int64_t>(s->request.prompt.size());
+    s->verifying = decoding && options_.draft_tokens > 0;
+    s->drafts.clear();
+    // Never past max_tokens: a round yields up to drafts + 1 tokens, and positions beyond it may lie
+    // outside the planned context.
+    const int64_t k = std::min(options_.draft_tokens, s->request.max_tokens - s->generated - 1);
+    if (!s->verifying || k <= 0) continue;
+    if (dspark) {
+      seats.push_back({s->slot, s->position, s->next_token});
+      seated.emplace_back(s, k);
+      continue;
+    }
+    s->drafts = options_.drafter ? options_.drafter(s->history, k) : lookup_drafts(s->history, k);
+    if (static_cast<int64_t>(s->drafts.size()) > k) s->drafts.resize(static_cast<size_t>(k));
+  }
+  if (seats.empty()) return Status::ok();
+  int64_t most = 0;
+  for (const auto& [s, k] : seated) most = std::max(most, k);
+  DSV41_ASSIGN_OR_RETURN(auto proposed, dspark_drafts(world_, options_.dspark, round_++, seats, most));
+  for (size_t i = 0; i < seated.size(); ++i) {
+    auto& [s, k] = seated[i];
+    if (static_cast<int64_t>(proposed[i].size()) > k) proposed[i].resize(static_cast<size_t>(k));
+    s->drafts = std::move(proposed[i]);
+  }
+  return Status::ok();
+}
+
 void Scheduler::loop() {
   for (;;) {
-    std::vector<SlotView> views;
-    // DSpark drafts come from one Draft phase for every drafting sequence, run before the round.
-    const bool dspark = !options_.drafter && options_.dspark.enabled();
-    std::vector<DraftSeat> seats;
-    std::vector<std::pair<size_t, int64_t>> seat_views;  // (index into views, drafts wanted)
+    std::vector<Sequence*> round;  // the running sequences, in admission order
     {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, std::chrono::milliseconds(20),
                      [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
       if (stopping_) return;
       housekeep(Clock::now());
-      for (const auto& s : running_) {
-        if (s->history.empty()) s->history = s->request.prompt;
-        const bool decoding = s->prefilled >= static_cast<int64_t>(s->request.prompt.size());
-        // Never past max_tokens: a round yields up to drafts + 1 tokens, and positions beyond it may
-        // lie outside the planned context.
-        const int64_t room = s->request.max_tokens - s->generated - 1;
-        s->verifying = decoding && options_.draft_tokens > 0;
-        const int64_t k = std::min(options_.draft_tokens, room);
-        s->drafts.clear();
-        if (s->verifying && dspark && k > 0) {
-          seats.push_back({s->slot, s->position, s->next_token});
-          seat_views.emplace_back(views.size(), k);
-        } else if (s->verifying) {
-          s->drafts = options_.drafter ? options_.drafter(s->history, k) : lookup_drafts(s->history, k);
-        }
-        if (static_cast<int64_t>(s->drafts.size()) > k) s->drafts.resize(static_cast<size_t>(k));
-        views.push_back({s->stream->id(), s->slot, s->needs_reset, &s->request.prompt, s->prefilled, s->next_token,
-                         s->position, s->drafts});
-      }
+      for (const auto& s : running_) round.push_back(s.get());
     }
-    if (views.empty()) continue;
-    // Only this thread changes running_ and the sequences' progress, so the views stay valid unlocked.
-    Status drafted = Status::ok();
-    if (!seats.empty()) {
-      int64_t most = 0;
-      for (const auto& [view, k] : seat_views) most = std::max(most, k);
-      auto proposed = dspark_drafts(world_, options_.dspark, round_++, seats, most);
-      if (proposed.is_ok()) {
-        for (size_t i = 0; i < seats.size(); ++i) {
-          auto& [view, k] = seat_views[i];
-          if (static_cast<int64_t>((*proposed)[i].size()) > k) (*proposed)[i].resize(static_cast<size_t>(k));
-          views[view].drafts = (*proposed)[i];
-          for (auto& s : running_)
-            if (s->stream->id() == views[view].id) s->drafts = std::move((*proposed)[i]);
-        }
-      } else {
-        drafted = proposed.status();
-      }
-    }
+    if (round.empty()) continue;
+    // Unlocked until the results: only this thread changes running_ (housekeep, below) and the
+    // sequences' progress; submit, drain and the HTTP handlers touch the queue, the deadline and the
+    // streams. So drafting (a Draft phase, or a drafter reading a whole history) and the round run
+    // while requests are still admitted and /metrics still answers.
+    const Status drafted = draft(round);
+    std::vector<SlotView> views;
+    for (const Sequence* s : round)
+      views.push_back({s->stream->id(), s->slot, s->needs_reset, &s->request.prompt, s->prefilled, s->next_token,
+                       s->position, s->drafts});
     PlannedRound planned = plan_round(shape_, views, round_++);
     auto logits = drafted.is_ok() ? world_.run(planned.plan) : Result<std::vector<std::vector<float>>>(drafted);
     const Clock::time_point now = Clock::now();

@@ -67,7 +67,7 @@ class Scheduler {
     int64_t prefilled = 0, position = 0, generated = 0;
     int32_t next_token = 0;
     Clock::time_point admitted, last_token;
-    std::vector<int32_t> history;  // prompt then every token emitted: what prompt lookup drafts from
+    std::vector<int32_t> history;  // prompt then every token emitted (appended as emitted): what drafters read
     std::vector<int32_t> drafts;   // this round's, verified after next_token
     bool verifying = false;        // this round decodes it with drafting on (even when nothing was drafted)
     DraftStats drafting;
@@ -76,6 +76,9 @@ class Scheduler {
   void loop();
   // Under the lock: drops cancelled sequences, ends everything past the drain deadline, fills free slots.
   void housekeep(Clock::time_point now);
+  // Unlocked, on the scheduler thread: each decoding sequence's drafts for this round (one Draft phase
+  // for all of them, or the drafter per sequence); a failed Draft phase fails the world like a round.
+  Status draft(const std::vector<Sequence*>& round);
   void end(Sequence& sequence, Finish finish);
   void take_token(Sequence& sequence, const std::vector<float>& logits, int64_t position, Clock::time_point now);
   void emit(Sequence& sequence, const Sampled& token, int64_t position, Clock::time_point now);

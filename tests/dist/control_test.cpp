@@ -61,7 +61,8 @@ TEST(Control, JoinsCarriesCommandsAndStops) {
   Control& leader = *world[0].value();
   const std::vector<uint8_t> plan = {1, 2, 3, 250};
   ASSERT_TRUE(leader.broadcast(FrameType::RoundPlan, plan).is_ok());
-  ASSERT_TRUE(leader.broadcast(FrameType::RunPhase, PayloadWriter().str("decode.r1").i32s({5, 0, 3, 0}).take()).is_ok());
+  const std::vector<uint8_t> fields = PayloadWriter().str("decode.r1").i32s({5, 0, 3, 0}).take();
+  ASSERT_TRUE(leader.broadcast(FrameType::RoundPlan, fields).is_ok());
   std::vector<std::future<Status>> followers;
   for (int r = 1; r < 3; ++r)
     followers.push_back(std::async(std::launch::async, [&, r]() -> Status {
@@ -69,9 +70,10 @@ TEST(Control, JoinsCarriesCommandsAndStops) {
       DSV41_ASSIGN_OR_RETURN(Frame a, c.next_command());
       if (a.type != FrameType::RoundPlan || a.payload != plan) return Status::error("round plan bytes changed");
       DSV41_ASSIGN_OR_RETURN(Frame b, c.next_command());
-      PayloadReader reader(b.payload, "RunPhase");
-      if (reader.str("phase") != "decode.r1" || reader.i32s("statics") != std::vector<int32_t>{5, 0, 3, 0})
-        return Status::error("run phase changed");
+      PayloadReader reader(b.payload, "RoundPlan");
+      if (b.type != FrameType::RoundPlan || reader.str("phase") != "decode.r1" ||
+          reader.i32s("statics") != std::vector<int32_t>{5, 0, 3, 0})
+        return Status::error("the second frame's fields changed");
       DSV41_ASSIGN_OR_RETURN(Frame stop, c.next_command());
       if (stop.type != FrameType::Stop) return Status::error("expected Stop");
       return c.stop();

@@ -10,13 +10,16 @@ namespace {
 
 TEST(Frame, HeaderRoundTrips) {
   for (uint16_t t = 1; t <= kLastFrameType; ++t) {
+    if (t == 3 || t == 4) continue;  // retired (protocol 2's RunPhase, ResetSlot): refused below
     const auto bytes = encode_header(static_cast<FrameType>(t), 1234u * t);
     auto h = decode_header(bytes.data(), "rank 1 (x)");
     ASSERT_TRUE(h.is_ok()) << h.status().message();
     EXPECT_EQ(static_cast<uint16_t>(h->type), t);
     EXPECT_EQ(h->length, 1234u * t);
   }
-  EXPECT_EQ(frame_type_name(3), "RunPhase");
+  EXPECT_EQ(frame_type_name(5), "RoundPlan");
+  EXPECT_EQ(frame_type_name(12), "CommId");
+  EXPECT_EQ(frame_type_name(3), "type 3");
   EXPECT_EQ(frame_type_name(99), "type 99");
 }
 
@@ -36,10 +39,10 @@ TEST(Frame, HeaderRefusesGarbageNamingThePeerAndValue) {
   EXPECT_EQ(refusal(old_version), "rank 2 (127.0.0.1:5): control protocol version 7, this rank speaks 3 (ranks of "
                                   "different builds?)");
 
-  for (uint16_t bad : {uint16_t{0}, uint16_t{kLastFrameType + 1}, uint16_t{0xffff}}) {
+  for (uint16_t bad : {uint16_t{0}, uint16_t{3}, uint16_t{4}, uint16_t{kLastFrameType + 1}, uint16_t{0xffff}}) {
     auto unknown = encode_header(FrameType::Stop, 0);
     std::memcpy(unknown.data() + 6, &bad, 2);
-    EXPECT_EQ(refusal(unknown), fmt::format("rank 2 (127.0.0.1:5): frame type {} unknown (known: 1..12)", bad));
+    EXPECT_EQ(refusal(unknown), fmt::format("rank 2 (127.0.0.1:5): frame type {} unknown (known: 1, 2, 5..12)", bad));
   }
 
   EXPECT_EQ(refusal(encode_header(FrameType::ExchangeSum, kMaxFramePayload)).find("exceeds"), std::string::npos)
@@ -75,15 +78,15 @@ TEST(Frame, PayloadReaderRefusesShortLyingAndLongPayloads) {
 
   // A count that claims more than the payload holds is refused before anything is allocated.
   const std::vector<uint8_t> lying = PayloadWriter().u32(0xffffffffu).take();
-  PayloadReader b(lying, "rank 1: RunPhase");
+  PayloadReader b(lying, "rank 1: RoundPlan");
   EXPECT_TRUE(b.i32s("statics").empty());
   EXPECT_EQ(b.finish().message(),
-            "rank 1: RunPhase: field statics needs 17179869180 bytes but only 0 of the 4-byte payload are left");
+            "rank 1: RoundPlan: field statics needs 17179869180 bytes but only 0 of the 4-byte payload are left");
 
   const std::vector<uint8_t> long_bytes = PayloadWriter().u32(1).u32(2).take();
-  PayloadReader c(long_bytes, "rank 0: ResetSlot");
-  c.u32("slot");
-  EXPECT_EQ(c.finish().message(), "rank 0: ResetSlot: 4 bytes left over after the last field (payload of 8 bytes)");
+  PayloadReader c(long_bytes, "rank 0: Agreement");
+  c.u32("accepted");
+  EXPECT_EQ(c.finish().message(), "rank 0: Agreement: 4 bytes left over after the last field (payload of 8 bytes)");
 
   const float one = 1.0f;
   const std::vector<uint8_t> floats = PayloadWriter().f32s(&one, 1).take();

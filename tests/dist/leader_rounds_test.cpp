@@ -138,9 +138,9 @@ TEST(FollowRounds, RefusesACommandThatIsNotARoundAndBytesThatAreNotAPlan) {
   {
     auto [leader, follower] = pair_of_ranks();
     FakeSession one(1);
-    ASSERT_TRUE(leader->broadcast(FrameType::ResetSlot, PayloadWriter().u32(0).take()).is_ok());
+    ASSERT_TRUE(leader->broadcast(FrameType::CommId, PayloadWriter().u32(0).take()).is_ok());
     const Status s = follow_rounds(*follower, one, 2, {});
-    EXPECT_EQ(s.message(), "rank 0's ResetSlot: not a command a follower takes (RoundPlan, Stop)");
+    EXPECT_EQ(s.message(), "rank 0's CommId: not a command a follower takes (RoundPlan, Stop)");
   }
   {
     auto [leader, follower] = pair_of_ranks();

@@ -1,11 +1,11 @@
-// tests/gpu/gpu_timing.cpp — graph-captured timing and the streaming-read roofline (gpu_timing.h).
+// tests/gpu/gpu_timing.cpp — graph-captured timing, and the speed benchmarks' device with the runtime's streaming-read roofline (gpu_timing.h).
 #include "tests/gpu/gpu_timing.h"
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
-#include "compiler/kernels/kernel_build.h"
+#include "runtime/gpu/stream_read.h"
 #include "tests/gpu/gpu_op_device.h"
 #include "tests/gpu/gpu_op_values.h"
 
@@ -52,46 +52,6 @@ Result<double> time_call(gpu::CudaDriver& d, gpu::KernelLauncher& launcher, int3
   });
 }
 
-namespace {
-// Each thread reads 16-byte vectors a grid apart and folds them into one word, written only when it
-// is a value no input has (never), so the loads cannot be dropped.
-constexpr const char* kStreamSource = R"(
-extern "C" __global__ void __launch_bounds__(512) dsv41_stream_read(const uint4* p, unsigned long long n, unsigned* sink) {
-  unsigned acc = 0;
-  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const uint4 a = p[i], b = p[i + stride], c = p[i + 2 * stride], e = p[i + 3 * stride];
-    acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ e.x ^ e.y ^ e.z ^ e.w;
-  }
-  for (; i < n; i += stride) { const uint4 a = p[i]; acc ^= a.x ^ a.y ^ a.z ^ a.w; }
-  if (acc == 0x9E3779B9u) *sink = acc;
-}
-)";
-}  // namespace
-
-Result<double> streaming_read_gbps(gpu::CudaDriver& d, const std::string& arch, size_t bytes) {
-  DSV41_ASSIGN_OR_RETURN(CompiledKernel k, compile_source(kStreamSource, "dsv41_stream_read", arch, "stream_read"));
-  CUmodule module = nullptr;
-  DSV41_TRY(d.check(d.cuModuleLoadData(&module, k.cubin.data()), "cuModuleLoadData(stream_read)"));
-  CUfunction f = nullptr;
-  DSV41_TRY(d.check(d.cuModuleGetFunction(&f, module, "dsv41_stream_read"), "cuModuleGetFunction(stream_read)"));
-  DSV41_ASSIGN_OR_RETURN(gpu::DeviceBuffer buf, gpu::DeviceBuffer::allocate(d, bytes));
-  DSV41_ASSIGN_OR_RETURN(gpu::DeviceBuffer sink, gpu::DeviceBuffer::allocate(d, 4));
-  DSV41_TRY(buf.fill(1));
-  CUdeviceptr p = buf.ptr(), s = sink.ptr();
-  unsigned long long n = bytes / 16;
-  void* params[] = {&p, &n, &s};
-  DSV41_ASSIGN_OR_RETURN(int sms, d.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
-  auto us = time_per_call(d, 10, 5, [&](int, CUstream stream) {
-    return d.check(d.cuLaunchKernel(f, static_cast<unsigned>(sms * 4), 1, 1, 512, 1, 1, 0, stream, params, nullptr),
-                   "cuLaunchKernel(stream_read)");
-  });
-  d.cuModuleUnload(module);
-  if (!us.is_ok()) return us.status();
-  return bytes / *us / 1e3;
-}
-
 BenchDevice bench_device() {
   BenchDevice b;
   if (!env_text("DSV41_GPU_BENCH")) {
@@ -103,12 +63,13 @@ BenchDevice bench_device() {
   if (!b.skip.empty()) return b;
   b.driver = s.device->driver;
   b.arch = s.target.arch;
-  auto roof = streaming_read_gbps(*b.driver, b.arch, size_t{1} << 30);
+  // The roofline `dsv41-rt bench` measures (one kernel for both): 3 warm-up launches, the median of 10.
+  auto roof = gpu::measure_read_bandwidth(*b.driver, uint64_t{1} << 30, 3, 10);
   if (!roof.is_ok()) {
     b.error = roof.status().message();
     return b;
   }
-  b.roof_gbps = *roof;
+  b.roof_gbps = roof->gb_per_s;
   std::printf("roofline: streaming read of 1 GiB at %.0f GB/s\n", b.roof_gbps);
   return b;
 }

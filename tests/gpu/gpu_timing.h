@@ -1,6 +1,7 @@
 // tests/gpu/gpu_timing.h — timing kernels for the speed benchmarks: a launch sequence captured into one
-// CUDA graph (so launch overhead does not count) and the device's read bandwidth measured by a plain
-// streaming-read kernel in the same run (the roofline a kernel's bytes are compared with).
+// CUDA graph (so launch overhead does not count) and the device's read bandwidth measured in the same
+// run by the runtime's streaming-read kernel (runtime/gpu/stream_read.h, the roofline of `dsv41-rt
+// bench`), which a kernel's bytes are compared with.
 #pragma once
 
 #include <functional>
@@ -19,7 +20,7 @@ namespace dsv41::gpu_test {
 Result<double> time_per_call(gpu::CudaDriver& d, int count, int replays,
                              const std::function<Status(int i, CUstream stream)>& enqueue);
 
-// What a speed benchmark starts from: the device and the roofline measured now (streaming_read_gbps of
+// What a speed benchmark starts from: the device and the roofline measured now (a streaming read of
 // 1 GiB, printed). `skip`: why it does not run (DSV41_GPU_BENCH unset, no GPU); `error`: what failed.
 struct BenchDevice {
   gpu::CudaDriver* driver = nullptr;
@@ -33,9 +34,5 @@ BenchDevice bench_device();
 // calls, call i bound to bindings[i % bindings.size()]; the median microseconds per call.
 Result<double> time_call(gpu::CudaDriver& d, gpu::KernelLauncher& launcher, int32_t kernel, const Call& call,
                          const CallEnv& env, const std::vector<gpu::LaunchBindings>& bindings, int count, int replays);
-
-// The device's read bandwidth in GB/s: a kernel that reads `bytes` (beyond L2: 1 GiB is meant) once with
-// 16-byte loads, timed as above. Compiled with NVRTC for `arch`.
-Result<double> streaming_read_gbps(gpu::CudaDriver& d, const std::string& arch, size_t bytes);
 
 }  // namespace dsv41::gpu_test

@@ -1,8 +1,6 @@
 // tests/runtime/bench_test.cpp — what `dsv41-rt bench` computes without a GPU: quantiles, option and world
 // checks, the phases and statics it picks, the weight bytes of a step against a count by tensor name,
 // the per-op grouping, and the CLI's refusals (cpu backend, no driver).
-#include <dlfcn.h>
-
 #include <cstring>
 #include <map>
 #include <set>
@@ -264,12 +262,6 @@ TEST(BenchFixture, PlansAtWorlds1And2WithTheReleaseShapes) {
   }
 }
 
-bool driver_installed() {
-  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (library) dlclose(library);
-  return library != nullptr;
-}
-
 TEST_F(BenchTiny, TheCliRefusesTheCpuBackendAWorldWithoutAloneAndNoDriver) {
   const test::TempDir dir;
   const std::string w1 = (dir.path() / "w1.fb").string();
@@ -286,7 +278,7 @@ TEST_F(BenchTiny, TheCliRefusesTheCpuBackendAWorldWithoutAloneAndNoDriver) {
   const test::CommandResult help = test::run_dsv41rt({"bench", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("Example"), std::string::npos);
-  if (driver_installed()) GTEST_SKIP() << "libcuda.so.1 is installed here: the no-driver refusal is not testable";
+  if (test::cuda_driver_installed()) GTEST_SKIP() << "libcuda.so.1 is installed here: the no-driver refusal is not testable";
   const test::CommandResult none =
       test::run_dsv41rt({"bench", w1, "--synthetic-weights", "1", "--rows", "1,2", "--prefill", "8,4"});
   EXPECT_EQ(none.exit_code, 1) << none.describe();

@@ -1,7 +1,5 @@
 // tests/runtime/cuda_driver_test.cpp — the CUDA driver opens at run time: without libcuda.so.1 it is a
 // clear Status, never a crash; and launch parameters are marshalled in contract order (no GPU needed).
-#include <dlfcn.h>
-
 #include <cstring>
 #include <map>
 
@@ -10,18 +8,13 @@
 #include "common/kernel_contract.h"
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/kernel_launcher.h"
+#include "tests/support/test_support.h"
 
 namespace dsv41::gpu {
 namespace {
 
-bool driver_installed() {
-  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (library) dlclose(library);
-  return library != nullptr;
-}
-
 TEST(CudaDriver, OpenWithoutADriverIsAClearError) {
-  if (driver_installed()) GTEST_SKIP() << "libcuda.so.1 is installed here";
+  if (test::cuda_driver_installed()) GTEST_SKIP() << "libcuda.so.1 is installed here";
   auto driver = CudaDriver::open();
   ASSERT_FALSE(driver.is_ok());
   EXPECT_NE(driver.status().message().find("libcuda.so.1: not found (no NVIDIA driver on this machine)"),

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -109,6 +110,12 @@ CommandResult run_command(const std::string& command) {
   std::error_code ec;
   fs::remove_all(capture, ec);
   return result;
+}
+
+bool cuda_driver_installed() {
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library) dlclose(library);
+  return library != nullptr;
 }
 
 CommandResult run_dsv41c(const std::vector<std::string>& args) {

@@ -58,6 +58,9 @@ CommandResult run_command(const std::string& command);
 // Runs the built dsv41c with `args` (each shell-quoted).
 CommandResult run_dsv41c(const std::vector<std::string>& args);
 
+// Whether libcuda.so.1 loads here: tests of the refusals without a driver skip where it does.
+bool cuda_driver_installed();
+
 // Writes a synthetic pack for a fixture through `dsv41c synth-pack`; reports a failure.
 void make_pack(const fs::path& dir, const std::string& fixture, const std::string& format, int shards,
                bool headers_only = true);

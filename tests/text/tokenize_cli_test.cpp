@@ -24,7 +24,14 @@ TEST(TokenizeCli, EncodesAndDecodes) {
 TEST(TokenizeCli, RefusesBadIdsAndMissingInput) {
   const CommandResult bad = tokenize("--ids 1,x,3");
   EXPECT_EQ(bad.exit_code, 1) << bad.describe();
-  EXPECT_NE(bad.err.find("item \"x\" is not a token id"), std::string::npos) << bad.describe();
+  EXPECT_NE(bad.err.find("--ids \"1,x,3\": item \"x\" is not a token id (0..2147483647, comma separated"),
+            std::string::npos) << bad.describe();
+  // Empty items, signs and values past the limit are refused the same way (one parser: runtime/cli/id_list.h).
+  for (const char* list : {"1,,3", "1,", "-1", "+2", "2147483648"}) {
+    const CommandResult refused = tokenize(std::string("--ids=") + list);
+    EXPECT_EQ(refused.exit_code, 1) << refused.describe();
+    EXPECT_NE(refused.err.find("is not a token id"), std::string::npos) << list << ": " << refused.describe();
+  }
   const CommandResult outside = tokenize("--ids 129280");
   EXPECT_EQ(outside.exit_code, 1) << outside.describe();
   EXPECT_NE(outside.err.find("id 129280 is outside the vocabulary"), std::string::npos) << outside.describe();
