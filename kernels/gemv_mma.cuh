@@ -47,6 +47,19 @@ __device__ __forceinline__ unsigned scaled(unsigned b, Bf16Scale sc) {
   return sc.second ? bf16x2_mul(b, sc.second) : b;
 }
 
+// Words of a chunk times the scale: the first multiply on every word, the second (a scale above
+// 2^7 for e4m3, rare in a model) behind one test a chunk, not a select a word: the integer pipe that
+// a select would take is the decode's limit (docs/perf.md, branch fp8).
+template <int N>
+__device__ __forceinline__ void scale_words(unsigned* w, Bf16Scale sc) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) w[i] = bf16x2_mul(w[i], sc.first);
+  if (sc.second) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[i] = bf16x2_mul(w[i], sc.second);
+  }
+}
+
 // 16 e4m3 codes (one 16-byte chunk) as 8 bf16x2 words, element 2i in the low half of word i, times the scale.
 __device__ __forceinline__ void fp8_to_bf16(uint4 raw, Bf16Scale sc, unsigned* out) {
   const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
@@ -54,16 +67,20 @@ __device__ __forceinline__ void fp8_to_bf16(uint4 raw, Bf16Scale sc, unsigned* o
   for (int i = 0; i < 4; ++i) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      // codes 2h and 2h + 1 of q[i] into the high bytes of the two halves: sign in place, exponent
-      // and mantissa shifted down by 4 bits give the bf16 of code·2^-120 (e4m3 subnormals included).
-      const unsigned v = __byte_perm(q[i], 0u, h == 0 ? 0x1404u : 0x3424u);
-      out[2 * i + h] = scaled((v & 0x80008000u) | ((v >> 4) & 0x07F007F0u), sc);
+      // codes 2h and 2h + 1 of q[i], each in both bytes of its half: the high byte's bit 7 is the sign
+      // in place, the low byte shifted up by 4 bits puts exponent and mantissa where the bf16 of
+      // code·2^-120 has them (e4m3 subnormals included). A left shift may run as a multiply, off the
+      // integer pipe; a permute, the shift and one three-input logic op a pair.
+      const unsigned v = __byte_perm(q[i], 0u, h == 0 ? 0x1100u : 0x3322u);
+      out[2 * i + h] = (v & 0x80008000u) | ((v << 4) & 0x07F007F0u);
     }
   }
+  scale_words<8>(out, sc);
 }
 // 32 e2m1 codes (one 16-byte chunk) as 16 bf16x2 words of code·2^-126 times the scale. Word 4i + k holds
 // elements 8i + k (low half) and 8i + k + 4 (high half): nibbles 4 apart share one shift; x is paired
-// the same way (fp4_pair_x), so the MMA's sum is unchanged.
+// the same way (fp4_pair_x), so the MMA's sum is unchanged. (Shifts straight from q and scale_words
+// measured slower here at 4-8 rows and in the experts: docs/perf.md, branch fp8.)
 __device__ __forceinline__ void fp4_to_bf16(uint4 raw, Bf16Scale sc, unsigned* out) {
   const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
