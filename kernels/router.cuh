@@ -16,8 +16,7 @@
 // cp.async (16 bytes a copy, every copy in flight at once, in kParts groups so the sums start on the
 // first part while the rest lands) and each lane then walks its column class there; the butterfly
 // over the eight lanes forms the CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats
-// read element by element (group8_dot). Top-k: K warp-wide arg-max passes (the butterfly leaves the
-// winner in every lane; no block barrier). The last block gathers the table with every load in flight.
+// read element by element (group8_dot). Top-k: K warp-wide arg-max passes.
 #pragma once
 
 #include "last_block.cuh"
@@ -118,10 +117,10 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   __shared__ float score[E];
   __shared__ float biased[E];
   __shared__ unsigned char chosen[E];
+  __shared__ float red_v[32];
+  __shared__ int red_i[32];
   __shared__ int order[K];
 
-  constexpr int kPerLane = (E + kThreads - 1) / kThreads;
-  const int lane = threadIdx.x & 31;
   const long long r = blockIdx.x;
   if (r >= rows) return;
   const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
@@ -146,6 +145,7 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   }
   __syncthreads();
 
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   // G > 1: this block's four experts; G = 1: all of them, four at a time.
   for (int e0 = g * kExpertsPerBlock; e0 < E; e0 += G * kExpertsPerBlock) {
     const int e = e0 + (lane >> 3);
@@ -172,25 +172,18 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       table[E + e] = biased[e];
     }
     if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {  // every expert's pair in flight at once
-      const int e = lane + kThreads * j;
-      if (e < E) {
-        score[e] = __ldcg(table + e);
-        biased[e] = __ldcg(table + E + e);
-      }
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+      score[e] = __ldcg(table + e);
+      biased[e] = __ldcg(table + E + e);
     }
   }
-  for (int e = lane; e < E; e += kThreads) chosen[e] = 0;
-  __syncwarp();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) chosen[e] = 0;
+  __syncthreads();
 
-  // The block is one warp (kThreads): K arg-max passes, each a lane's scan of its experts, then a
-  // butterfly that leaves the winner in every lane, so no block barrier and no serial merge.
   for (int k = 0; k < K; ++k) {
     float bv = 0.0f;
     int bi = -1;
-#pragma unroll 4
-    for (int e = lane; e < E; e += kThreads)
+    for (int e = threadIdx.x; e < E; e += blockDim.x)
       if (!chosen[e] && beats(biased[e], e, bv, bi)) {
         bv = biased[e];
         bi = e;
@@ -204,10 +197,22 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       }
     }
     if (lane == 0) {
-      order[k] = bi;
-      chosen[bi] = 1;
+      red_v[warp] = bv;
+      red_i[warp] = bi;
     }
-    __syncwarp();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float v = red_v[0];
+      int id = red_i[0];
+      for (int w = 1; w < warps; ++w)
+        if (beats(red_v[w], red_i[w], v, id)) {
+          v = red_v[w];
+          id = red_i[w];
+        }
+      order[k] = id;
+      chosen[id] = 1;
+    }
+    __syncthreads();
   }
 
   if (threadIdx.x == 0) {
