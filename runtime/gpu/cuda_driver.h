@@ -64,6 +64,9 @@ class CudaDriver {
   decltype(&::cuFuncGetAttribute) cuFuncGetAttribute = nullptr;
   decltype(&::cuFuncSetAttribute) cuFuncSetAttribute = nullptr;
   decltype(&::cuLaunchKernel) cuLaunchKernel = nullptr;
+  // Optional (CUDA 12 and later; null where the driver lacks it): programmatic dependent launch
+  // (runtime/gpu/programmatic_launch.h).
+  decltype(&::cuLaunchKernelEx) cuLaunchKernelEx = nullptr;
   decltype(&::cuGetErrorString) cuGetErrorString = nullptr;
   decltype(&::cuGetErrorName) cuGetErrorName = nullptr;
   // Streams, graphs, free memory and pinned host memory (the device session, runtime/gpu/gpu_session.h).

@@ -183,7 +183,7 @@ Status KernelLauncher::launch(int32_t kernel, const Call& call, const CallEnv& e
     k.max_dynamic_shared = l.dynamic_shared;
   }
   DSV41_ASSIGN_OR_RETURN(KernelParams params, marshal_params(call, env, bindings));
-  if (const LaunchKernelEx launch_ex = programmatic_launch()) {
+  if (programmatic_launch() && driver_.cuLaunchKernelEx) {
     CUlaunchAttribute attribute{};
     attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attribute.value.programmaticStreamSerializationAllowed = 1;
@@ -198,7 +198,7 @@ Status KernelLauncher::launch(int32_t kernel, const Call& call, const CallEnv& e
     config.attrs = &attribute;
     config.numAttrs = 1;
     return driver_.check(
-        launch_ex(&config, k.function, params.pointers(), nullptr),
+        driver_.cuLaunchKernelEx(&config, k.function, params.pointers(), nullptr),
         fmt::format("cuLaunchKernelEx(kernel {}, op {}, grid {}x{}x{}, block {}, dynamic shared {}, static shared {}, "
                     "programmatic stream serialization)",
                     k.name, call.op, l.grid[0], l.grid[1], l.grid[2], l.block, l.dynamic_shared, k.static_shared));

@@ -1,12 +1,11 @@
-// runtime/gpu/programmatic_launch.h — programmatic dependent launch of the program's kernels: the switch
-// (process-wide, on by default) and cuLaunchKernelEx, looked up in the loaded driver.
+// runtime/gpu/programmatic_launch.h — the switch (process-wide, on by default) for programmatic dependent
+// launch of the program's kernels.
 #pragma once
-
-#include <cuda.h>
 
 namespace dsv41::gpu {
 
-// Each launch of a program kernel (KernelLauncher::launch) then carries
+// When on, each launch of a program kernel (KernelLauncher::launch) goes through the driver's
+// cuLaunchKernelEx (CudaDriver, where the driver has it) with
 // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: a kernel may be launched before the previous one
 // on its stream has completed, inside captured graphs too (a programmatic edge). It is safe because every
 // program kernel waits for its predecessor's completion and memory first (griddepcontrol.wait in the
@@ -14,10 +13,6 @@ namespace dsv41::gpu {
 // kernels. Off: plain cuLaunchKernel (dsv41-rt bench --no-pdl; the kernel speed tests). A process-wide
 // switch, not a session option: it is a measurement knob, and the sessions of one process share a driver.
 void set_programmatic_launch(bool on);
-
-using LaunchKernelEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
-// cuLaunchKernelEx of the driver CudaDriver loaded, when the switch is on and the driver has it (CUDA
-// 12 and later); else null (launch with cuLaunchKernel).
-LaunchKernelEx programmatic_launch();
+bool programmatic_launch();
 
 }  // namespace dsv41::gpu
