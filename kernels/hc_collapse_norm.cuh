@@ -10,8 +10,12 @@
 // needs no handoff between blocks (no table, no counter, no serial rescale of the row by one block):
 // the row's inputs are read once from memory and G − 1 more times from L2, and the sum's loop holds
 // only loads, so the loads of kUnroll columns are in flight together. With G = 1 the block writes the
-// whole row. A run's bits repeat; the sum of squares runs in another order than the CPU's (within the
-// op tests' tolerances, as the block-wide sum always did). No dynamic shared memory.
+// whole row. A run's bits repeat. The served (BF16) variants sum the squares in that fast order, not
+// the CPU's (within the op tests' tolerances). The check-mode (F32) variants, the oracle mode, sum them
+// in exactly the CPU's order (runtime/cpu/ops_common.cpp rms_norm: one f32 sum from column 0 up, no
+// fused multiply-add), a chunk of T columns at a time staged in shared memory and added by thread 0,
+// so their output has the CPU's bits: a packed cache code downstream (the official caches quantize
+// check mode's values) cannot flip on this op's rounding. No dynamic shared memory.
 #pragma once
 
 #include "kernel_abi.cuh"
@@ -62,13 +66,31 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   for (int s = tid; s < S; s += T) pre[s] = static_cast<const float*>(mix)[r * M + s];
   __syncthreads();
   const long long row_off = r * S * D;
-  float sq = 0.0f;
+  float sum;
+  if constexpr (dtype_out == DT_F32) {
+    __shared__ float staged[T];
+    float seq = 0.0f;  // thread 0's running sum, in the CPU's order
+    for (long long c = 0; c < D; c += T) {
+      if (c + tid < D) staged[tid] = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, c + tid);
+      __syncthreads();
+      if (tid == 0) {
+        const int n = D - c < T ? static_cast<int>(D - c) : T;
+        for (int i = 0; i < n; ++i) seq = __fadd_rn(seq, __fmul_rn(staged[i], staged[i]));
+      }
+      __syncthreads();
+    }
+    if (tid == 0) red[0] = seq;
+    __syncthreads();
+    sum = red[0];
+  } else {
+    float sq = 0.0f;
 #pragma unroll 8  // kUnroll
-  for (long long d = tid; d < D; d += T) {
-    const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
-    sq += h * h;
+    for (long long d = tid; d < D; d += T) {
+      const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
+      sq += h * h;
+    }
+    sum = block_sum(sq, red);
   }
-  const float sum = block_sum(sq, red);
   const float inv = 1.0f / sqrtf(__fdiv_rn(sum, static_cast<float>(D)) + eps);
   for (long long d = lo + tid; d < hi; d += T) {
     const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
