@@ -25,7 +25,7 @@ namespace hc_collapse_norm_detail {
 constexpr int kThreads = 512;
 constexpr int kNormRows = 16;    // phases of at most this many rows split a row over blocks
 constexpr int kNormSplits = 16;  // blocks per split row
-constexpr int kUnroll = 16;      // columns a thread has in flight while it sums the squares (the release row: 14)
+constexpr int kUnroll = 8;       // columns a thread has in flight while it sums the squares
 
 // b(Σ_s pre[s]·x[s, d]) as runtime/cpu/ops_hc.cpp forms it (no fused multiply-add).
 template <long long hidden, long long streams, int dtype_x, int dtype_out>
@@ -84,7 +84,7 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
     sum = red[0];
   } else {
     float sq = 0.0f;
-#pragma unroll 16  // kUnroll
+#pragma unroll 8  // kUnroll
     for (long long d = tid; d < D; d += T) {
       const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
       sq += h * h;

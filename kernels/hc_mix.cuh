@@ -12,8 +12,7 @@
 // into shared memory in one round trip and adds the slices in order, so a run's bits repeat. ρ, the
 // activations (a lane a column) and the Sinkhorn passes on the S×S comb (a lane an element while
 // S·S ≤ 32, else a lane a row or column) run in warp 0, in the exact order and rounding points of
-// runtime/cpu/ops_hc.cpp. With F32 fn a block first bulk-prefetches its slice of the columns of the
-// later passes into L2 (sm_90). No dynamic shared memory.
+// runtime/cpu/ops_hc.cpp. No dynamic shared memory.
 #pragma once
 
 #include "last_block.cuh"
@@ -152,18 +151,6 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   // This block's inputs [lo, hi): whole vectors of four, so no vector straddles two blocks.
   const long long per = (W + 4ll * G - 1) / (4ll * G) * 4;
   const long long lo = g * per < W ? g * per : W, hi = lo + per < W ? lo + per : W;
-#if __CUDA_ARCH__ >= 900
-  // The later passes' fn columns (this block's slice of each) into L2 now, a bulk prefetch a column,
-  // so those passes' loads find them in L2 instead of starting after the first pass's reductions. The
-  // slice starts 16-byte aligned and is whole vectors of four floats; the sums and bits do not change.
-  if constexpr (format_fn == WF_F32 && kVector && M > kCols) {
-    if (tid < M - kCols && hi > lo) {
-      const float* col = static_cast<const float*>(fn.data) + (kCols + tid) * W + lo;
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(col), "r"(static_cast<unsigned>(4 * (hi - lo)))
-                   : "memory");
-    }
-  }
-#endif
   for (long long c0 = 0; c0 < M; c0 += kCols) {
     float acc[kCols];
 #pragma unroll

@@ -16,10 +16,8 @@
 // cp.async (16 bytes a copy, every copy in flight at once, in kParts groups so the sums start on the
 // first part while the rest lands) and each lane then walks its column class there; the butterfly
 // over the eight lanes forms the CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats
-// read element by element (group8_dot). Top-k: K warp-wide arg-max passes over the lanes' best
-// candidates (each lane's experts in registers while E ≤ 1024; the butterfly leaves the winner in every
-// lane; no block barrier; only the winner's lane rescans). The last block gathers the table with every
-// load in flight.
+// read element by element (group8_dot). Top-k: K warp-wide arg-max passes (the butterfly leaves the
+// winner in every lane; no block barrier). The last block gathers the table with every load in flight.
 #pragma once
 
 #include "last_block.cuh"
@@ -99,18 +97,6 @@ __device__ __forceinline__ bool beats(float v, int id, float w, int jd) {
   if (jd < 0) return true;
   return v > w || (v == w && id < jd);
 }
-
-// The best (beats) of the warp's lanes' (bv, bi), left in every lane.
-__device__ __forceinline__ void warp_best(float& bv, int& bi) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (beats(ov, oi, bv, bi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
-}
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace router_detail
 
@@ -131,6 +117,7 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   unsigned short* stage = reinterpret_cast<unsigned short*>(dyn_router + 4 * ((D + 3) / 4 * 4));  // [4][D + 8]
   __shared__ float score[E];
   __shared__ float biased[E];
+  __shared__ unsigned char chosen[E];
   __shared__ int order[K];
 
   constexpr int kPerLane = (E + kThreads - 1) / kThreads;
@@ -194,63 +181,34 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       }
     }
   }
-  if constexpr (kPerLane <= 32) {
-    // The block is one warp (kThreads). Lane l holds the biased scores of experts l, l + 32, ... in
-    // registers and its best one not yet taken; each of the K passes takes the best of the lanes' bests
-    // by a butterfly (it leaves the winner in every lane: no block barrier, no serial merge), and only the
-    // lane whose expert was taken rescans its registers. beats() is a total order (value, then lower id),
-    // so the pick is the CPU's whatever the lanes' order.
-    __syncwarp();  // score and biased were written by other lanes
-    float mine[kPerLane];
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) mine[j] = lane + kThreads * j < E ? biased[lane + kThreads * j] : 0.0f;
-    unsigned taken = 0u;  // bit j: expert lane + 32·j is chosen
-    auto lane_best = [&](float& bv, int& bi) {
-      bv = 0.0f;
-      bi = -1;
-#pragma unroll
-      for (int j = 0; j < kPerLane; ++j) {
-        const int e = lane + kThreads * j;
-        if (e < E && !((taken >> j) & 1u) && beats(mine[j], e, bv, bi)) {
-          bv = mine[j];
-          bi = e;
-        }
+  for (int e = lane; e < E; e += kThreads) chosen[e] = 0;
+  __syncwarp();
+
+  // The block is one warp (kThreads): K arg-max passes, each a lane's scan of its experts, then a
+  // butterfly that leaves the winner in every lane, so no block barrier and no serial merge.
+  for (int k = 0; k < K; ++k) {
+    float bv = 0.0f;
+    int bi = -1;
+#pragma unroll 4
+    for (int e = lane; e < E; e += kThreads)
+      if (!chosen[e] && beats(biased[e], e, bv, bi)) {
+        bv = biased[e];
+        bi = e;
       }
-    };
-    float lv;
-    int li;
-    lane_best(lv, li);
-    for (int k = 0; k < K; ++k) {
-      float bv = lv;
-      int bi = li;
-      warp_best(bv, bi);
-      if (lane == 0) order[k] = bi;
-      if (bi == li) {  // this lane's expert was taken: its next best
-        taken |= 1u << ((bi - lane) / kThreads);
-        lane_best(lv, li);
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (beats(ov, oi, bv, bi)) {
+        bv = ov;
+        bi = oi;
       }
     }
-  } else {  // more experts than 32 a lane: the lanes scan shared memory each pass
-    __shared__ unsigned char chosen[E];
-    for (int e = lane; e < E; e += kThreads) chosen[e] = 0;
+    if (lane == 0) {
+      order[k] = bi;
+      chosen[bi] = 1;
+    }
     __syncwarp();
-    for (int k = 0; k < K; ++k) {
-      float bv = 0.0f;
-      int bi = -1;
-      for (int e = lane; e < E; e += kThreads)
-        if (!chosen[e] && beats(biased[e], e, bv, bi)) {
-          bv = biased[e];
-          bi = e;
-        }
-      warp_best(bv, bi);
-      if (lane == 0) {
-        order[k] = bi;
-        chosen[bi] = 1;
-      }
-      __syncwarp();
-    }
   }
-  __syncwarp();  // order[] is complete
 
   if (threadIdx.x == 0) {
     float total = 0.0f;
