@@ -164,7 +164,8 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
     // the same bits, not only the tolerance, so no packed cache code downstream can flip on them.
     if (c.key.rfind("hc_collapse_norm{", 0) == 0 && output_dtype(site, o) == DType::F32) {
       size_t differ = 0;
-      for (size_t i = 0; i + 4 <= c_bytes.size(); i += 4) differ += std::memcmp(c_bytes.data() + i, g_bytes.data() + i, 4) != 0;
+      for (size_t i = 0; i + 4 <= c_bytes.size(); i += 4)
+        differ += std::memcmp(c_bytes.data() + i, g_bytes.data() + i, 4) != 0;
       EXPECT_EQ(differ, 0u) << "output " << o.arg << " (F32, check mode: must be the CPU's bits): " << differ << " of "
                             << c_bytes.size() / 4 << " values differ\n  inputs: " << inputs->description;
     }
