@@ -23,9 +23,9 @@ Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {
-  (void)call;  // kernels/hc_collapse_norm.cuh: blocks of 256, 16 a row at decode (hc_collapse_norm_detail), else one
+  (void)call;  // kernels/hc_collapse_norm.cuh: blocks of 512, 16 a row at decode (hc_collapse_norm_detail), else one
   constexpr int64_t kNormRows = 16, kNormSplits = 16;
-  LaunchDims d = one_block_per_row(env, 256);
+  LaunchDims d = one_block_per_row(env, 512);
   if (env.rows >= 1 && env.rows <= kNormRows) d.grid[1] = kNormSplits;
   return d;
 }

@@ -2,31 +2,30 @@
 // row, h = b(Σ_s pre[s]·x[s]) (fp32 sum over the streams in order, rounded when out is BF16, pre =
 // mix columns [0, S)), out = b(h·(mean(h²) + eps)^−½·norm); inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp): block 256 threads, grid (R, G): G = kNormSplits blocks per row at
-// decode (R ≤ kNormRows), else one block per row. One block a row: each thread owns the columns
-// d ≡ threadIdx.x (mod 256) and forms h[d] twice (once for the block-wide sum of squares, once for the
-// output; the same fp32 operations, so the same bits) instead of keeping the row in shared memory.
-// A split row (one block alone streams a decode row too slowly): block g forms h over its slice of
-// the columns and stores it in out (h is already rounded to out's dtype, so the store is exact), adds
-// its squares block-wide and hands the sum to the module's table; the row's last block (a counter per
-// row, reset by that block) adds the slices' sums in slice order, then rescales the whole row of out
-// in place. A run's bits repeat; the sum of squares runs in another order than the CPU's (within the
-// op tests' tolerances, as the block-wide sum already was). No dynamic shared memory.
+// Launch (common/kernel_launch_hc.cpp): block 512 threads, grid (R, G): G = kNormSplits blocks per row at
+// decode (R ≤ kNormRows), else one block per row. Every block forms the whole row's sum of squares
+// itself (thread t the columns d ≡ t (mod 512), then the block-wide sum: the same operations in every
+// block, so the same bits), then writes out only for its slice of the columns, forming h again (the
+// same fp32 operations, so the same bits) instead of keeping the row in shared memory. So a split row
+// needs no handoff between blocks (no table, no counter, no serial rescale of the row by one block):
+// the row's inputs are read once from memory and G − 1 more times from L2, and the sum's loop holds
+// only loads, so the loads of kUnroll columns are in flight together. With G = 1 the block writes the
+// whole row. A run's bits repeat. The served (BF16) variants sum the squares in that fast order, not
+// the CPU's (within the op tests' tolerances). The check-mode (F32) variants, the oracle mode, sum them
+// in exactly the CPU's order (runtime/cpu/ops_common.cpp rms_norm: one f32 sum from column 0 up, no
+// fused multiply-add), a chunk of T columns at a time staged in shared memory and added by thread 0,
+// so their output has the CPU's bits: a packed cache code downstream (the official caches quantize
+// check mode's values) cannot flip on this op's rounding. No dynamic shared memory.
 #pragma once
 
-#include "last_block.cuh"
+#include "kernel_abi.cuh"
 
 namespace dsv41k {
 namespace hc_collapse_norm_detail {
-constexpr int kThreads = 256;
+constexpr int kThreads = 512;
 constexpr int kNormRows = 16;    // phases of at most this many rows split a row over blocks
 constexpr int kNormSplits = 16;  // blocks per split row
-
-#ifndef DSV41_CONTRACT_SCAN
-// A split launch's sums of squares, [row][split], and each row's finished blocks.
-__device__ float g_squares[kNormRows * kNormSplits];
-__device__ unsigned g_finished[kNormRows];
-#endif
+constexpr int kUnroll = 8;       // columns a thread has in flight while it sums the squares
 
 // b(Σ_s pre[s]·x[s, d]) as runtime/cpu/ops_hc.cpp forms it (no fused multiply-add).
 template <long long hidden, long long streams, int dtype_x, int dtype_out>
@@ -35,13 +34,6 @@ __device__ __forceinline__ float collapse(const void* x, long long row_off, cons
 #pragma unroll
   for (long long s = 0; s < streams; ++s) h = __fadd_rn(h, __fmul_rn(pre[s], load<dtype_x>(x, row_off + s * hidden + d)));
   return round_as<dtype_out>(h);
-}
-
-// Element i of out as another block of this launch stored it (through L2, never a stale L1 line).
-template <int DT>
-__device__ __forceinline__ float load_written(const void* p, long long i) {
-  if constexpr (DT == DT_F32) return __ldcg(static_cast<const float*>(p) + i);
-  else return bf16_bits_to_float(__ldcg(static_cast<const unsigned short*>(p) + i));
 }
 }  // namespace hc_collapse_norm_detail
 
@@ -60,11 +52,9 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   constexpr int T = kThreads;
   __shared__ float red[32];
   __shared__ float pre[S];
-  __shared__ float total;
   const long long r = blockIdx.x;
   if (r >= rows) return;
   const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
-  if (G > 1 && (rows > kNormRows || G > kNormSplits)) return;  // a grid the table cannot hold (never launched)
   const int tid = threadIdx.x;
   // This block's columns [lo, hi).
   const long long per = (D + G - 1) / G;
@@ -76,38 +66,34 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   for (int s = tid; s < S; s += T) pre[s] = static_cast<const float*>(mix)[r * M + s];
   __syncthreads();
   const long long row_off = r * S * D;
-  float sq = 0.0f;
-  if (G == 1) {
+  float sum;
+  if constexpr (dtype_out == DT_F32) {
+    __shared__ float staged[T];
+    float seq = 0.0f;  // thread 0's running sum, in the CPU's order
+    for (long long c = 0; c < D; c += T) {
+      if (c + tid < D) staged[tid] = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, c + tid);
+      __syncthreads();
+      if (tid == 0) {
+        const int n = D - c < T ? static_cast<int>(D - c) : T;
+        for (int i = 0; i < n; ++i) seq = __fadd_rn(seq, __fmul_rn(staged[i], staged[i]));
+      }
+      __syncthreads();
+    }
+    if (tid == 0) red[0] = seq;
+    __syncthreads();
+    sum = red[0];
+  } else {
+    float sq = 0.0f;
+#pragma unroll 8  // kUnroll
     for (long long d = tid; d < D; d += T) {
       const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
       sq += h * h;
     }
-    const float sum = block_sum(sq, red);
-    const float inv = 1.0f / sqrtf(__fdiv_rn(sum, static_cast<float>(D)) + eps);
-    for (long long d = tid; d < D; d += T) {
-      const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
-      store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(h, inv), weight_at<format_norm>(norm, d)));
-    }
-    return;
+    sum = block_sum(sq, red);
   }
+  const float inv = 1.0f / sqrtf(__fdiv_rn(sum, static_cast<float>(D)) + eps);
   for (long long d = lo + tid; d < hi; d += T) {
     const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
-    store<dtype_out>(out, r * D + d, h);
-    sq += h * h;
-  }
-  const float part = block_sum(sq, red);
-  float* squares = g_squares + r * kNormSplits;
-  if (tid == 0) squares[g] = part;
-  if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
-  if (tid == 0) {
-    float t = 0.0f;
-    for (int s = 0; s < G; ++s) t += __ldcg(squares + s);
-    total = t;
-  }
-  __syncthreads();
-  const float inv = 1.0f / sqrtf(__fdiv_rn(total, static_cast<float>(D)) + eps);
-  for (long long d = tid; d < D; d += T) {
-    const float h = load_written<dtype_out>(out, r * D + d);
     store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(h, inv), weight_at<format_norm>(norm, d)));
   }
 #endif

@@ -8,10 +8,11 @@
 // four), else one block per row. A block walks its inputs in passes of up to kCols columns of fn
 // (threads strided over the inputs four at a time, one vector load of fn per column), reduces each
 // column warp-wise then across warps in a fixed order; a split row's blocks hand their sums to the
-// module's table and the row's last block (a counter per row, reset by that block) adds them in slice
-// order, so a run's bits repeat. ρ, the activations (a lane a column) and the Sinkhorn passes on the S×S
-// comb (a lane an element while S·S ≤ 32, else a lane a row or column) run in warp 0, in the exact
-// order and rounding points of runtime/cpu/ops_hc.cpp. No dynamic shared memory.
+// module's table and the row's last block (a counter per row, reset by that block) gathers the table
+// into shared memory in one round trip and adds the slices in order, so a run's bits repeat. ρ, the
+// activations (a lane a column) and the Sinkhorn passes on the S×S comb (a lane an element while
+// S·S ≤ 32, else a lane a row or column) run in warp 0, in the exact order and rounding points of
+// runtime/cpu/ops_hc.cpp. No dynamic shared memory.
 #pragma once
 
 #include "last_block.cuh"
@@ -193,9 +194,13 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     float* table = g_sums<M> + static_cast<long long>(r) * kMixSplits * (M + 1);
     for (int i = tid; i <= M; i += kThreads) table[g * (M + 1) + i] = i < M ? m[i] : sumsq;
     if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
+    // Every slice's sums in one round trip through L2 (a thread a value), then the adds in slice order.
+    __shared__ float gathered[kMixSplits * (M + 1)];
+    for (int i = tid; i < G * (M + 1); i += kThreads) gathered[i] = __ldcg(table + i);
+    __syncthreads();
     for (int i = tid; i <= M; i += kThreads) {
       float t = 0.0f;
-      for (int s = 0; s < G; ++s) t += __ldcg(table + s * (M + 1) + i);
+      for (int s = 0; s < G; ++s) t += gathered[s * (M + 1) + i];
       if (i < M) m[i] = t;
       else sumsq = t;
     }

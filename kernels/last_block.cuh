@@ -1,5 +1,5 @@
 // kernels/last_block.cuh — the handoff of the decode kernels that split a row over blocks (hc_mix,
-// hc_collapse_norm, router): each block writes its part to a table of its module, then counts itself on
+// router): each block writes its part to a table of its module, then counts itself on
 // the row's counter; the row's last block merges the parts.
 #pragma once
 

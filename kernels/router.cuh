@@ -16,7 +16,8 @@
 // cp.async (16 bytes a copy, every copy in flight at once, in kParts groups so the sums start on the
 // first part while the rest lands) and each lane then walks its column class there; the butterfly
 // over the eight lanes forms the CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats
-// read element by element (group8_dot). Top-k: K warp-wide arg-max passes.
+// read element by element (group8_dot). Top-k: K warp-wide arg-max passes (the butterfly leaves the
+// winner in every lane; no block barrier). The last block gathers the table with every load in flight.
 #pragma once
 
 #include "last_block.cuh"
@@ -117,10 +118,10 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   __shared__ float score[E];
   __shared__ float biased[E];
   __shared__ unsigned char chosen[E];
-  __shared__ float red_v[32];
-  __shared__ int red_i[32];
   __shared__ int order[K];
 
+  constexpr int kPerLane = (E + kThreads - 1) / kThreads;
+  const int lane = threadIdx.x & 31;
   const long long r = blockIdx.x;
   if (r >= rows) return;
   const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
@@ -145,7 +146,6 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   }
   __syncthreads();
 
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   // G > 1: this block's four experts; G = 1: all of them, four at a time.
   for (int e0 = g * kExpertsPerBlock; e0 < E; e0 += G * kExpertsPerBlock) {
     const int e = e0 + (lane >> 3);
@@ -172,18 +172,25 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       table[E + e] = biased[e];
     }
     if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) {
-      score[e] = __ldcg(table + e);
-      biased[e] = __ldcg(table + E + e);
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {  // every expert's pair in flight at once
+      const int e = lane + kThreads * j;
+      if (e < E) {
+        score[e] = __ldcg(table + e);
+        biased[e] = __ldcg(table + E + e);
+      }
     }
   }
-  for (int e = threadIdx.x; e < E; e += blockDim.x) chosen[e] = 0;
-  __syncthreads();
+  for (int e = lane; e < E; e += kThreads) chosen[e] = 0;
+  __syncwarp();
 
+  // The block is one warp (kThreads): K arg-max passes, each a lane's scan of its experts, then a
+  // butterfly that leaves the winner in every lane, so no block barrier and no serial merge.
   for (int k = 0; k < K; ++k) {
     float bv = 0.0f;
     int bi = -1;
-    for (int e = threadIdx.x; e < E; e += blockDim.x)
+#pragma unroll 4
+    for (int e = lane; e < E; e += kThreads)
       if (!chosen[e] && beats(biased[e], e, bv, bi)) {
         bv = biased[e];
         bi = e;
@@ -197,22 +204,10 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       }
     }
     if (lane == 0) {
-      red_v[warp] = bv;
-      red_i[warp] = bi;
+      order[k] = bi;
+      chosen[bi] = 1;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      float v = red_v[0];
-      int id = red_i[0];
-      for (int w = 1; w < warps; ++w)
-        if (beats(red_v[w], red_i[w], v, id)) {
-          v = red_v[w];
-          id = red_i[w];
-        }
-      order[k] = id;
-      chosen[id] = 1;
-    }
-    __syncthreads();
+    __syncwarp();
   }
 
   if (threadIdx.x == 0) {

@@ -160,6 +160,15 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
                        rounds_act_to_bf16(c.key) ? kF32AbsAfterBf16Act : kF32Abs,
                        kPackedFraction);
     EXPECT_TRUE(report.empty()) << report << "\n  inputs: " << inputs->description;
+    // hc_collapse_norm's check-mode (F32) variants run in the CPU's exact order (kernels/hc_collapse_norm.cuh):
+    // the same bits, not only the tolerance, so no packed cache code downstream can flip on them.
+    if (c.key.rfind("hc_collapse_norm{", 0) == 0 && output_dtype(site, o) == DType::F32) {
+      size_t differ = 0;
+      for (size_t i = 0; i + 4 <= c_bytes.size(); i += 4)
+        differ += std::memcmp(c_bytes.data() + i, g_bytes.data() + i, 4) != 0;
+      EXPECT_EQ(differ, 0u) << "output " << o.arg << " (F32, check mode: must be the CPU's bits): " << differ << " of "
+                            << c_bytes.size() / 4 << " values differ\n  inputs: " << inputs->description;
+    }
     if (env_text("DSV41_GPU_STEPS"))  // every float output in bf16 steps (gpu_op_steps.h): issue 9's diagnosis
       if (const std::string line = steps_line(output_dtype(site, o), c_bytes.data(), g_bytes.data(),
                                               static_cast<int64_t>(c_bytes.size()));
