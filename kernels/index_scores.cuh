@@ -45,8 +45,8 @@ __device__ __forceinline__ float key_value(const char* keys, long long e, long l
   }
 }
 
-// Entry e's whole key into k (fp32, exact): 16-byte loads of act rows, 4-byte loads of packed rows,
-// when `wide` (the cache's base aligned so); element loads otherwise.
+// Entry e's whole key into k (fp32, exact): 16-byte loads of act rows, 4-byte loads of packed rows of
+// whole words, when `wide` (the cache's base aligned so); element loads otherwise.
 template <int DT, int Di>
 __device__ __forceinline__ void load_key(const char* keys, long long e, bool wide, float (&k)[Di]) {
   if constexpr (DT == DT_BF16) {
@@ -76,7 +76,10 @@ __device__ __forceinline__ void load_key(const char* keys, long long e, bool wid
     }
   } else if constexpr (DT == DT_PACKED) {
     static_assert(Di % 32 == 0, "packed index keys are whole groups of 32");
-    if (wide) {  // codes: Di/2 bytes (low nibble first), then one UE8M0 scale a group of 32
+    // Rows of Di/2 + Di/32 bytes are whole words only when Di is a multiple of 128 (the tiny's 17-byte
+    // rows of 32 values are not: element loads).
+    constexpr bool kWords = cache_rows::row_bytes<CACHE_INDEX_KEY>(Di) % 4 == 0;
+    if (kWords && wide) {  // codes: Di/2 bytes (low nibble first), then one UE8M0 scale a group of 32
       const unsigned char* row = reinterpret_cast<const unsigned char*>(keys) +
                                  e * cache_rows::row_bytes<CACHE_INDEX_KEY>(Di);
       const unsigned* words = reinterpret_cast<const unsigned*>(row);
@@ -121,8 +124,16 @@ __device__ __forceinline__ void score_chunk_registers(const char* keys, bool wid
   constexpr int HPT = (Hi + kHeadGroups - 1) / kHeadGroups;  // heads a thread takes
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hg = warp % kHeadGroups, el = (warp / kHeadGroups) * 32 + lane;
+  constexpr long long kRowBytes = DT == DT_PACKED ? cache_rows::row_bytes<CACHE_INDEX_KEY>(Di) : Di * (DT == DT_F32 ? 4 : 2);
   for (int p0 = 0; p0 < c; p0 += kPassEntries) {
     const int s = p0 + el;
+    // The next pass's key is fetched into L1 while this pass computes: the passes are separated by
+    // barriers, so without it every pass waits for its keys from memory.
+    if (s + kPassEntries < c) {
+      const char* next = keys + static_cast<long long>(base + s + kPassEntries) * kRowBytes;
+#pragma unroll
+      for (long long o = 0; o < kRowBytes; o += 128) asm volatile("prefetch.global.L1 [%0];" ::"l"(next + o));
+    }
     if (s < c && entry_listed<MODE>(kept_bits, B, base + s)) {
       float k[Di];
       load_key<DT, Di>(keys, base + s, wide, k);
