@@ -124,16 +124,8 @@ __device__ __forceinline__ void score_chunk_registers(const char* keys, bool wid
   constexpr int HPT = (Hi + kHeadGroups - 1) / kHeadGroups;  // heads a thread takes
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int hg = warp % kHeadGroups, el = (warp / kHeadGroups) * 32 + lane;
-  constexpr long long kRowBytes = DT == DT_PACKED ? cache_rows::row_bytes<CACHE_INDEX_KEY>(Di) : Di * (DT == DT_F32 ? 4 : 2);
   for (int p0 = 0; p0 < c; p0 += kPassEntries) {
     const int s = p0 + el;
-    // The next pass's key is fetched into L1 while this pass computes: the passes are separated by
-    // barriers, so without it every pass waits for its keys from memory.
-    if (s + kPassEntries < c) {
-      const char* next = keys + static_cast<long long>(base + s + kPassEntries) * kRowBytes;
-#pragma unroll
-      for (long long o = 0; o < kRowBytes; o += 128) asm volatile("prefetch.global.L1 [%0];" ::"l"(next + o));
-    }
     if (s < c && entry_listed<MODE>(kept_bits, B, base + s)) {
       float k[Di];
       load_key<DT, Di>(keys, base + s, wide, k);
