@@ -3,14 +3,15 @@
 // head order), written as top-k keys (kernels/topk_keys.cuh) into a chunk of shared memory.
 //
 // Two ways, the same bits. The register path (index heads of at most kRegMaxDim dims, a multiple of 8,
-// at most kRegMaxHeads heads: the release's 128 x 32) keeps a thread's whole key in registers as fp32
-// and runs each head's eight partial sums in one thread: a pass takes kPassEntries entries, warp w
-// thread-group (w mod kHeadGroups) of every entry's heads, so a warp's lanes read the same query
-// element (a shared-memory broadcast, 16 bytes at a time) and the only other work is the two fp32
-// operations of each product (about 1.55x fewer instructions than the lane-split path, whose lanes
-// shuffle every head's partial sums). Each thread leaves its heads' terms in shared memory; one thread
-// per entry then adds them in head order. Other shapes take the lane-split path: lane 8·e' + k holds
-// partial sum k of entry e', a butterfly forms the eight-way sum.
+// at most kRegMaxHeads heads: the release's 128 x 32 and the tiny's 32 x 4) keeps a thread's whole key in
+// registers as fp32 and runs each head's eight partial sums in one thread: a pass takes kPassEntries
+// entries, warp w the head group w mod kHeadGroups of 32 of them, so a warp's lanes read the same query
+// floats (a shared-memory broadcast, 16 bytes at a time) and the only other work is the two fp32
+// operations of each product (about 1.55x fewer instructions than the lane-split path, counted from the
+// code: its lanes shuffle every head's partial sums). Each thread leaves its heads' terms in shared
+// memory; one thread per entry then adds them in head order. Other shapes (no fixture has one) take the
+// lane-split path, the kernel's earlier scoring: lane 8·e' + k holds partial sum k of entry e', a
+// butterfly forms the eight-way sum.
 #pragma once
 
 #include "cache_rows.cuh"
