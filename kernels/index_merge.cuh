@@ -76,8 +76,10 @@ __device__ __forceinline__ int merge_partials(Key* list, int chunk, int keep, in
         int lo = 0, hi = lists - 1;  // the last list that starts at or before v
         while (lo < hi) {
           const int mid = (lo + hi + 1) >> 1;
-          if (pref[mid] <= v) lo = mid;
-          else hi = mid - 1;
+          if (pref[mid] <= v)
+            lo = mid;
+          else
+            hi = mid - 1;
         }
         got[b] = __ldcg(list_of(lo) + (v - pref[lo]));
       }

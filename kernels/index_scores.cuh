@@ -20,7 +20,7 @@
 
 namespace dsv41k {
 namespace index_scores {
-constexpr int kHeadGroups = 4;                  // threads per entry on the register path
+constexpr int kHeadGroups = 4;                   // threads per entry on the register path
 constexpr int kPassEntries = 256 / kHeadGroups;  // entries a pass of 256 threads scores
 constexpr int kRegMaxDim = 128, kRegMaxHeads = 32;
 
@@ -81,8 +81,8 @@ __device__ __forceinline__ void load_key(const char* keys, long long e, bool wid
     // rows of 32 values are not: element loads).
     constexpr bool kWords = cache_rows::row_bytes<CACHE_INDEX_KEY>(Di) % 4 == 0;
     if (kWords && wide) {  // codes: Di/2 bytes (low nibble first), then one UE8M0 scale a group of 32
-      const unsigned char* row = reinterpret_cast<const unsigned char*>(keys) +
-                                 e * cache_rows::row_bytes<CACHE_INDEX_KEY>(Di);
+      const unsigned char* row =
+          reinterpret_cast<const unsigned char*>(keys) + e * cache_rows::row_bytes<CACHE_INDEX_KEY>(Di);
       const unsigned* words = reinterpret_cast<const unsigned*>(row);
       unsigned scales = 0;
 #pragma unroll
