@@ -19,8 +19,11 @@ constexpr int64_t kIndexMaxList = 4096;  // the most topk and cand_blocks
 constexpr int64_t kIndexShInts = 256 + 64;
 constexpr int64_t kIndexSplitRows = 16, kIndexSplitBlocks = 128, kIndexMinSlice = 64;
 int64_t index_q_stride(int64_t di) { return (di + 31) / 32 * 32 + 8; }
+// kernels/index_scores.cuh: the register path's head terms (64 entries a pass) for its shapes.
+int64_t index_term_floats(int64_t hi, int64_t di) { return di % 8 == 0 && di <= 128 && hi <= 32 ? hi * 64 : 1; }
 int64_t index_static_shared(int64_t hi, int64_t di) {
-  return 4 * hi * index_q_stride(di) + 4 * hi + 4 * kIndexShInts + 4 * (kIndexSplitBlocks + 2);
+  return 4 * hi * index_q_stride(di) + 4 * hi + 4 * kIndexShInts + 4 * (kIndexSplitBlocks + 2) +
+         4 * index_term_floats(hi, di);
 }
 // Blocks per row: decode phases spread each row's entries over blocks (partial top-k lists merged by
 // the row's last block); S·R stays within the kernel's partial lists.

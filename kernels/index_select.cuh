@@ -8,31 +8,32 @@
 // Launch (common/kernel_launch_attention.cpp): grid (R, S, 1), blocks of 256 threads. S = splits():
 // phases of at most kSplitRows rows spread each row's visible entries over S blocks (S·R ≤ kSplitBlocks,
 // at least kMinSlice entries of capacity a block; in mode 1 whole candidate blocks a slice), each block
-// keeping the best K entries (and CB candidate blocks) of its slice in the module's partial lists; the
-// row's last block to finish (a counter per row, reset by that block) merges the lists in slice order,
-// which is index order, and writes the outputs. The best K of the union of each slice's best K is the
-// best K overall, so the ids are those of one block per row (S = 1: larger phases, prefill). Partial
-// lists: kSplitBlocks·8·(K + CB) bytes of `__device__` memory per variant, beside the memory ledger.
-// Shared memory does not grow with the context: a slice is streamed in chunks of at most kChunk entries,
-// and running lists keep the best so far.
+// keeping the best K entries (and CB candidate blocks) of its slice; the blocks hand their lists over and
+// the last ones out merge them in slice order, which is index order (kernels/index_merge.cuh: in two
+// levels when the lists are long), and the row's last block writes the outputs. The best K of the union
+// of each slice's best K is the best K overall, so the ids are those of one block per row (S = 1: larger
+// phases, prefill). Partial lists: kSplitBlocks·8·(K + CB) bytes of `__device__` memory per variant,
+// beside the memory ledger. Shared memory does not grow with the context: a slice is streamed in chunks
+// of at most kChunk entries, and running lists keep the best so far.
 // Dynamic shared memory (64-bit keys): 8·(K + kChunk) (the entry list and one chunk), plus in mode 1
 // 8·(CB + BPC) (the block list and one chunk's blocks, BPC = kChunk / B when B ≤ kChunk, else 1), plus
 // in mode 2 4·ceil(nbC / 32) (a bitmap of the listed blocks, nbC = ceil(C / B), C = index_cache_rows,
 // the capacity). Static shared memory: 4·Hi·(ceil32(Di) + 8) (the row's queries) + 4·Hi + 4·320 +
-// 4·(kSplitBlocks + 2) bytes.
+// 4·(kSplitBlocks + 2) bytes, plus 4·64·Hi (the head terms) on the register path of the scores.
 //
 // Keys and selection: kernels/topk_keys.cuh (score as an ordered integer above ~index; key 0 is never
-// chosen: score −∞ or NaN, or a block not listed in mode 2). Scores: a warp takes four entries at a
-// time, lane 8·e' + k holding partial sum k of entry e' for each head in turn. Merge: a radix select
-// finds the K-th largest key of list ∪ chunk, and a stable block scan compacts the keys at or above it
-// to the front, so the list stays in ascending index order. Mode 1 also folds each chunk's entries into
-// block keys (max ordered score per block; the newest block scores +∞) and merges them into a running
-// list of CB blocks the same way; a chunk never holds part of two blocks' entries unless it holds them
-// whole (chunks of ⌊kChunk / B⌋·B entries, or when B > kChunk, chunks that stop at block boundaries, the
-// block's maximum carried over; such variants never split).
+// chosen: score −∞ or NaN, or a block not listed in mode 2). Scores: kernels/index_scores.cuh. Merge: a
+// radix select finds the K-th largest key of list ∪ chunk, and a stable block scan compacts the keys at
+// or above it to the front, so the list stays in ascending index order. Mode 1 also folds each chunk's
+// entries into block keys (max ordered score per block; the newest block scores +∞) and merges them into
+// a running list of CB blocks the same way; a chunk never holds part of two blocks' entries unless it
+// holds them whole (chunks of ⌊kChunk / B⌋·B entries, or when B > kChunk, chunks that stop at block
+// boundaries, the block's maximum carried over; such variants never split).
 #pragma once
 
 #include "cache_rows.cuh"
+#include "index_merge.cuh"
+#include "index_scores.cuh"
 #include "kernel_abi.cuh"
 #include "topk_keys.cuh"
 
@@ -42,14 +43,14 @@ constexpr int kThreads = 256;
 constexpr int kChunk = 4096;    // entries scored per pass
 constexpr int kMaxList = 4096;  // the most topk and cand_blocks (the running lists live in shared memory)
 constexpr int kShInts = topk_keys::kTopkShInts;
-constexpr int kSplitRows = 16;     // phases of at most this many rows split a row over blocks
-constexpr int kSplitBlocks = 128;  // the most blocks of a split launch: sizes the partial lists
+using index_merge::kSplitRows;
+using index_merge::kSplitBlocks;
 constexpr int kMinSlice = 64;      // capacity entries per split block, at least
 // Query rows in shared memory are padded to ≡ 8 (mod 32) floats: eight consecutive lanes read eight
 // consecutive floats of one head, in distinct banks.
 __device__ constexpr long long q_stride(long long di) { return (di + 31) / 32 * 32 + 8; }
 __device__ constexpr long long static_shared_bytes(long long hi, long long di) {
-  return 4 * hi * q_stride(di) + 4 * hi + 4 * kShInts + 4 * (kSplitBlocks + 2);
+  return 4 * hi * q_stride(di) + 4 * hi + 4 * kShInts + 4 * (kSplitBlocks + 2) + 4 * index_scores::term_floats(hi, di);
 }
 // Entries per chunk and the blocks one chunk holds (mode 1).
 __device__ constexpr long long chunk_entries(long long mode, long long block) {
@@ -72,110 +73,6 @@ __device__ constexpr long long splits(long long rows, long long capacity, long l
   return want < 1 ? 1 : want < most ? want : most;
 }
 
-#ifndef DSV41_CONTRACT_SCAN
-using topk_keys::Key;
-
-// A split launch's partial lists, block (row r, split s) at r·S + s: its best K entry keys and best CB
-// block keys, with their counts; each row's count of finished blocks (zero at load; the last resets it).
-template <long long K>
-__device__ Key g_entries[kSplitBlocks * (K > 0 ? K : 1)];
-template <long long CB>
-__device__ Key g_blocks[kSplitBlocks * CB];
-__device__ int g_counts[kSplitBlocks][2];
-__device__ unsigned g_finished[kSplitRows];
-
-// Value i of entry e's index key: an act row, or a packed FP4 row (the official cache format,
-// kernels/cache_rows.cuh) dequantized as the CPU's unpack.
-template <int DT, int Di>
-__device__ __forceinline__ float key_value(const char* keys, long long e, long long i) {
-  if constexpr (DT == DT_PACKED) {
-    return cache_rows::value<CACHE_INDEX_KEY>(keys + e * cache_rows::row_bytes<CACHE_INDEX_KEY>(Di), i, Di);
-  } else {
-    return load<DT>(keys, e * Di + i);
-  }
-}
-
-// Keys of entries base .. base + c − 1 into chunk[0, c). Warp w takes entries 4w .. 4w + 3, then
-// 4(w + warps) ..; lane 8·e' + k sums the products of columns ≡ k (mod 8) of entry e' for one head at a
-// time (the heads' dots are independent chains), the butterfly forms the CPU's eight-way sum in all
-// eight lanes, and the head terms add in head order. Unlisted entries (mode 2) read as key 0.
-template <int Hi, int Di, int QS, int DT, int MODE>
-__device__ __forceinline__ void score_chunk(const char* keys, const float* q, const float* w, const unsigned* kept_bits,
-                                            long long B, int base, int c, Key* chunk) {
-  constexpr int NJ = Di / 8;  // full chunks of 8 of one dot
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const int sub = lane >> 3, k8 = lane & 7;
-  for (int s0 = 4 * warp; s0 < c; s0 += 4 * warps) {  // warp-uniform: every lane reaches the shuffles
-    const int s = s0 + sub;
-    const bool live = s < c;
-    const int e = base + (live ? s : s0);
-    bool listed = true;
-    if constexpr (MODE == 2) {
-      const int b = static_cast<int>(e / B);
-      listed = (kept_bits[b >> 5] >> (b & 31)) & 1u;
-    }
-    float kreg[NJ > 0 ? NJ : 1];
-#pragma unroll
-    for (int j = 0; j < NJ; ++j) kreg[j] = listed ? key_value<DT, Di>(keys, e, k8 + 8 * j) : 0.0f;
-    float score = 0.0f;
-#pragma unroll 4
-    for (int h = 0; h < Hi; ++h) {
-      const float* qh = q + h * QS;
-      float acc = 0.0f;
-#pragma unroll
-      for (int j = 0; j < NJ; ++j) acc = __fadd_rn(acc, __fmul_rn(qh[k8 + 8 * j], kreg[j]));
-      acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
-      acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
-      acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
-      if constexpr (Di % 8 != 0) {
-        float tail = 0.0f;
-        for (int i = NJ * 8; i < Di; ++i)
-          tail = __fadd_rn(tail, __fmul_rn(qh[i], listed ? key_value<DT, Di>(keys, e, i) : 0.0f));
-        acc = __fadd_rn(acc, tail);
-      }
-      const float relu = 0.0f < acc ? acc : 0.0f;  // std::max(0.0f, dot): NaN gives 0
-      score = __fadd_rn(score, __fmul_rn(w[h], relu));
-    }
-    if (k8 == 0 && live) chunk[s] = listed ? topk_keys::entry_key(score, e) : 0ull;
-  }
-}
-
-// The merge of a split launch: appends the S partial lists (`count_of(s)` keys of `list(s)`, in split
-// order) behind an empty running list in chunks of `chunk` keys and keeps the best `keep`. `pref` holds
-// S + 1 ints. Every thread calls it; returns the list's length.
-template <class CountOf, class ListOf>
-__device__ __forceinline__ int merge_partials(Key* list, int chunk, int keep, int S, int* pref, int* sh,
-                                              CountOf count_of, ListOf list_of) {
-  __syncthreads();  // pref may still be read by a previous merge
-  if (threadIdx.x == 0) {
-    int t = 0;
-    for (int s = 0; s < S; ++s) {
-      pref[s] = t;
-      t += count_of(s);
-    }
-    pref[S] = t;
-  }
-  __syncthreads();
-  const int total = pref[S];
-  int m = 0;
-  for (int base = 0; base < total; base += chunk) {
-    const int c = total - base < chunk ? total - base : chunk;
-    for (int i = threadIdx.x; i < c; i += blockDim.x) {
-      const int v = base + i;
-      int lo = 0, hi = S - 1;  // the last split whose list starts at or before v
-      while (lo < hi) {
-        const int mid = (lo + hi + 1) >> 1;
-        if (pref[mid] <= v) lo = mid;
-        else hi = mid - 1;
-      }
-      list[m + i] = __ldcg(list_of(lo) + (v - pref[lo]));
-    }
-    __syncthreads();
-    m = topk_keys::keep_best(list, m + c, keep, sh);
-  }
-  return m;
-}
-#endif  // DSV41_CONTRACT_SCAN
 }  // namespace index_select_detail
 
 
@@ -209,8 +106,9 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   constexpr long long B = mode == 0 ? 1 : cand_block_size;
   constexpr int CE = static_cast<int>(chunk_entries(mode, B));  // entries per chunk (B ≤ kChunk: whole blocks)
   constexpr int BPC = static_cast<int>(chunk_blocks(mode, B));
-  __shared__ float q[Hi * QS];
+  __shared__ __align__(16) float q[Hi * QS];
   __shared__ float w[Hi];
+  __shared__ float terms[index_scores::term_floats(index_heads, index_head_dim)];  // the register path's head terms
   __shared__ int sh[kShInts];
   __shared__ int pref[kSplitBlocks + 2];  // the merge's list offsets; [kSplitBlocks + 1]: "this block merges"
   extern __shared__ Key dyn[];
@@ -263,7 +161,17 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   if (score_any) {
     // The row's queries and head weights w_h = iw_h·Di^−½·Hi^−½ (fp32, in that order).
     const float* iqr = static_cast<const float*>(iq) + r * Hi * Di;
-    for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) q[(i / Di) * QS + i % Di] = iqr[i];
+    if (Di % 4 == 0 && (reinterpret_cast<unsigned long long>(iqr) & 15) == 0) {
+      // 16-byte loads, four a thread in flight (a head's row is whole float4s).
+#pragma unroll 4
+      for (int v = threadIdx.x; v < Hi * Di / 4; v += blockDim.x) {
+        const float4 x = reinterpret_cast<const float4*>(iqr)[v];
+        float* d = q + (4 * v / Di) * QS + 4 * v % Di;
+        d[0] = x.x, d[1] = x.y, d[2] = x.z, d[3] = x.w;
+      }
+    } else {
+      for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x) q[(i / Di) * QS + i % Di] = iqr[i];
+    }
     if (threadIdx.x < 32) {
       const float factor_dim = static_cast<float>(1.0 / sqrt(static_cast<double>(Di)));
       const float factor_heads = static_cast<float>(1.0 / sqrt(static_cast<double>(Hi)));
@@ -286,6 +194,8 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
   }
 
   const char* keys = slot_base(index_cache, slot);
+  // Whole-row loads of the keys (kernels/index_scores.cuh) need an aligned cache.
+  const bool wide = (reinterpret_cast<unsigned long long>(keys) & (dtype_index_cache == DT_PACKED ? 3 : 15)) == 0;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   int m_entries = 0, m_blocks = 0;  // lengths of the running lists
   unsigned run_block = kNegInfOrdered;  // B > kChunk: the ordered maximum of the current block so far
@@ -296,8 +206,8 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
       if (block_end - base < c) c = static_cast<int>(block_end - base);
     }
     Key* chunk = elist + m_entries;
-    score_chunk<Hi, Di, QS, dtype_index_cache, static_cast<int>(mode)>(keys, q, w, kept_bits, B, base, c, chunk);
-    __syncthreads();
+    index_scores::score_chunk<Hi, Di, QS, dtype_index_cache, static_cast<int>(mode)>(keys, wide, q, w, kept_bits, B,
+                                                                                 base, c, chunk, terms);
 
     if constexpr (mode == 1) {
       // Block keys of this chunk behind the block list: the maximum ordered score of each block's
@@ -349,40 +259,22 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
         }
       }
       __syncthreads();
-      if (gc > 0) m_blocks = keep_best(blist, m_blocks + gc, CB, sh);
+      // Block keys are never 0: a chunk that leaves the list within CB is only appended.
+      if (gc > 0) m_blocks = m_blocks + gc > CB ? keep_best(blist, m_blocks + gc, CB, sh) : m_blocks + gc;
     }
     m_entries = keep_best(elist, m_entries + c, K, sh);
     base += c;
   }
 
   if (S > 1) {
-    // Hand this slice's lists over; the row's last block merges them.
-    const int part = static_cast<int>(r) * S + split;
-    Key* pe = g_entries<K> + static_cast<long long>(part) * (K > 0 ? K : 1);
-    for (int i = threadIdx.x; i < m_entries; i += blockDim.x) pe[i] = elist[i];
-    if constexpr (mode == 1) {
-      Key* pb = g_blocks<CB> + static_cast<long long>(part) * CB;
-      for (int i = threadIdx.x; i < m_blocks; i += blockDim.x) pb[i] = blist[i];
-    }
-    if (threadIdx.x == 0) {
-      g_counts[part][0] = m_entries;
-      g_counts[part][1] = m_blocks;
-    }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) pref[kSplitBlocks + 1] = atomicAdd(&g_finished[r], 1u) == static_cast<unsigned>(S - 1);
-    __syncthreads();
-    if (!pref[kSplitBlocks + 1]) return;
-    __threadfence();
-    if (threadIdx.x == 0) g_finished[r] = 0u;  // for the next launch
-    const int row_part = static_cast<int>(r) * S;
-    if constexpr (mode == 1)
-      m_blocks = merge_partials(
-          blist, BPC, CB, S, pref, sh, [&](int s) { return __ldcg(&g_counts[row_part + s][1]); },
-          [&](int s) { return g_blocks<CB> + static_cast<long long>(row_part + s) * CB; });
-    m_entries = merge_partials(
-        elist, kChunk, K, S, pref, sh, [&](int s) { return __ldcg(&g_counts[row_part + s][0]); },
-        [&](int s) { return g_entries<K> + static_cast<long long>(row_part + s) * (K > 0 ? K : 1); });
+    // Hand this slice's lists over; the row's last block (after the group merges, kernels/index_merge.cuh)
+    // holds the merged lists.
+    const long long per = (n_long + S - 1) / S;  // the slice's length (mode 1: at most a block more)
+    const bool two_levels = S > index_merge::kGroup && (K < per ? K : per) * S > kChunk;
+    constexpr int kDynKeys = K + kChunk + (mode == 1 ? CB + BPC : 0);
+    if (!index_merge::hand_over<K, CB, static_cast<int>(mode)>(static_cast<int>(r), S, split, two_levels, dyn,
+                                                               kDynKeys, kChunk, m_entries, m_blocks, pref, sh))
+      return;
   }
 
   if constexpr (mode == 1)

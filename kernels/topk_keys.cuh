@@ -84,47 +84,85 @@ __device__ __forceinline__ int keep_best(Key* keys, int total, int count, int* s
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   Key threshold = 0ull;  // keep the keys ≥ threshold (and not 0)
   if (total > count) {
-    // The count-th largest key, 8 bits at a time from the top.
-    Key prefix = 0ull;
-    int need = count;  // #{keys matching prefix with a higher remainder} < need ≤ #{keys matching prefix}
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      const Key mask = shift == 56 ? 0ull : (~0ull << (shift + 8));
-      for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
-      __syncthreads();
-      // Warp-aggregated: keys that share a bin (common in the upper bytes) add once per warp.
-      for (int base = 0; base < total; base += blockDim.x) {
-        const int i = base + threadIdx.x;
-        const Key k = i < total ? keys[i] : 0ull;
-        const int bin = i < total && (k & mask) == prefix ? static_cast<int>((k >> shift) & 255ull) : -1;
-        const unsigned peers = __match_any_sync(0xffffffffu, bin);
-        if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
-      }
-      __syncthreads();
-      // Thread t < 256 owns bin t: its suffix sum over bins ≥ t.
-      const int t = threadIdx.x;
-      const int h = t < 256 ? hist[t] : 0;
-      int x = h;
-      for (int o = 1; o < 32; o <<= 1) {
-        const int v = __shfl_down_sync(0xffffffffu, x, o);
-        if (lane + o < 32) x += v;
-      }
-      if (lane == 0) scratch[warp] = x;
-      __syncthreads();
-      int suffix = x;
-      for (int w = warp + 1; w < 8; ++w) suffix += scratch[w];
-      if (t < 256 && suffix >= need && suffix - h < need) {
-        scratch[32] = t;
-        scratch[33] = need - (suffix - h);
-        scratch[34] = h;
-      }
-      __syncthreads();
-      prefix |= static_cast<Key>(scratch[32]) << shift;
-      need = scratch[33];
-      // Every key of the bin is kept: the lower digits cannot change the choice (with distinct scores
-      // this ends after two or three of the eight passes).
-      if (need == scratch[34]) break;
+    // The bits every key other than 0 shares (the AND and OR of them agree there) need no pass: the
+    // search starts at the highest bit where two keys differ (scores of one binade share 9 or more).
+    Key any = 0ull, all = ~0ull;
+    int nonzero = 0;
+    for (int i = threadIdx.x; i < total; i += blockDim.x) {
+      const Key k = keys[i];
+      if (k != 0ull) any |= k, all &= k, ++nonzero;
     }
-    threshold = prefix;
+    for (int o = 16; o > 0; o >>= 1) {
+      any |= __shfl_xor_sync(0xffffffffu, any, o);
+      all &= __shfl_xor_sync(0xffffffffu, all, o);
+      nonzero += __shfl_xor_sync(0xffffffffu, nonzero, o);
+    }
+    __syncthreads();  // scratch may still be read by a previous call's last scan
+    if (lane == 0) {
+      scratch[5 * warp + 0] = static_cast<int>(any), scratch[5 * warp + 1] = static_cast<int>(any >> 32);
+      scratch[5 * warp + 2] = static_cast<int>(all), scratch[5 * warp + 3] = static_cast<int>(all >> 32);
+      scratch[5 * warp + 4] = nonzero;
+    }
+    __syncthreads();
+    any = 0ull, all = ~0ull, nonzero = 0;
+    for (int v = 0; v < static_cast<int>(blockDim.x >> 5); ++v) {
+      any |= static_cast<Key>(static_cast<unsigned>(scratch[5 * v])) |
+             static_cast<Key>(static_cast<unsigned>(scratch[5 * v + 1])) << 32;
+      all &= static_cast<Key>(static_cast<unsigned>(scratch[5 * v + 2])) |
+             static_cast<Key>(static_cast<unsigned>(scratch[5 * v + 3])) << 32;
+      nonzero += scratch[5 * v + 4];
+    }
+    __syncthreads();  // scratch is rewritten below
+    if (nonzero <= count) {
+      threshold = 1ull;  // every key other than 0 is kept
+    } else {
+      // The count-th largest key, 8 bits at a time from the highest differing bit down. Bits at and
+      // above `fixed` are decided (prefix); every key matching them is a candidate.
+      int fixed = 64 - __clzll(static_cast<long long>(any ^ all));  // ≥ 1: the keys are distinct
+      Key prefix = fixed >= 64 ? 0ull : (all & (~0ull << fixed));
+      int need = count;  // #{candidates with a higher remainder} < need ≤ #{candidates}
+      while (fixed > 0) {
+        const int shift = fixed > 8 ? fixed - 8 : 0;  // the digit: bits shift .. shift + 7
+        const Key mask = fixed >= 64 ? 0ull : (~0ull << fixed);
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+        __syncthreads();
+        // Warp-aggregated: keys that share a bin add once per warp.
+        for (int base = 0; base < total; base += blockDim.x) {
+          const int i = base + threadIdx.x;
+          const Key k = i < total ? keys[i] : 0ull;
+          const int bin = k != 0ull && (k & mask) == prefix ? static_cast<int>((k >> shift) & 255ull) : -1;
+          const unsigned peers = __match_any_sync(0xffffffffu, bin);
+          if (bin >= 0 && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], __popc(peers));
+        }
+        __syncthreads();
+        // Thread t < 256 owns bin t: its suffix sum over bins ≥ t.
+        const int t = threadIdx.x;
+        const int h = t < 256 ? hist[t] : 0;
+        int x = h;
+        for (int o = 1; o < 32; o <<= 1) {
+          const int v = __shfl_down_sync(0xffffffffu, x, o);
+          if (lane + o < 32) x += v;
+        }
+        if (lane == 0) scratch[warp] = x;
+        __syncthreads();
+        int suffix = x;
+        for (int w = warp + 1; w < 8; ++w) suffix += scratch[w];
+        if (t < 256 && suffix >= need && suffix - h < need) {
+          scratch[32] = t;
+          scratch[33] = need - (suffix - h);
+          scratch[34] = h;
+        }
+        __syncthreads();
+        // Bits of the digit below `fixed` join the prefix (those above are the prefix's own already).
+        prefix |= static_cast<Key>(scratch[32]) << shift;
+        need = scratch[33];
+        fixed = shift;
+        // Every candidate of the bin is kept: the lower bits cannot change the choice (with distinct
+        // scores this ends after one or two passes).
+        if (need == scratch[34]) break;
+      }
+      threshold = prefix;
+    }
   }
   int kept = 0;
   for (int base = 0; base < total; base += blockDim.x) {

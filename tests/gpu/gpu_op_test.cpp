@@ -430,6 +430,49 @@ TEST(GpuOps, TiledProductsWithFewActiveRowsMatchTheCpuOps) {
   std::printf("tiled products with rows 1-5 of %lld active: %d variants\n", static_cast<long long>(kRows), checked);
 }
 
+// index_select at the longest fills: the release share's decode calls at one and eight rows with every
+// active row at its cache's end (65,536 or 32,768 visible entries), so a row's 128 or 16 slices merge in
+// two levels (kernels/index_merge.cuh) and the candidate source keeps 2,048 of 8,192 blocks. The random
+// positions of the other tests reach these fills only by chance.
+TEST(GpuOps, IndexSelectAtTheCachesEndMatchesTheCpuOp) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  auto inputs = synth_inputs("dsv41-release", SynthFormat::Release, 8);
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  const std::set<std::string> ops = {"index_select"};
+  std::set<std::string> without_kernel;
+  ServingSettings official;
+  official.cache_format = CacheFormat::Official;
+  int checked = 0, cases_seen = 0;
+  for (const ServingSettings& settings : {ServingSettings{}, official}) {
+    auto r = plan_lists(*inputs, "release index_select", 4, 0, settings, s.target, without_kernel);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
+      const Phase& phase = (*r)->calls.phases[p];
+      if (phase.kind != PhaseKind::Decode || (phase.rows != 1 && phase.rows != 8)) continue;
+      std::map<std::string, Case> cases;
+      collect(cases, *r, {p}, &ops, [](const Case&, const Case&) { return false; });
+      for (const auto& [key, c] : cases) {
+        const int64_t ratio = c.lists->calls.phases[c.phase].calls[c.call].constant("ratio");
+        const AdjustInputs at_the_end = [ratio](CallInputs& in) {
+          const int64_t limit = in.state_layout.begin()->second.decl->shape.at(0) * ratio;  // index_cache
+          for (int64_t row = 0; row < in.rows; ++row) {
+            int32_t* st = in.image.statics.data() + row * kStaticsFields;
+            if (st[kStaticSlot] >= 0) st[kStaticPosition] = static_cast<int32_t>(limit - in.rows + row);
+          }
+          in.description += fmt::format("; then row r at position {} - {} + r", limit, in.rows);
+        };
+        checked += check_cases({{key, c}}, s.target, s.device ? &*s.device : nullptr, at_the_end);
+        ++cases_seen;
+      }
+    }
+  }
+  report_without_kernel(without_kernel);
+  EXPECT_EQ(checked, cases_seen);
+  if (!env_text("DSV41_GPU_FILTER")) EXPECT_GE(cases_seen, 8) << "rank 0's index_select variants at 1 and 8 rows";
+  std::printf("index_select at the caches' end: %d cases\n", checked);
+}
+
 TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
