@@ -1,6 +1,7 @@
-// kernels/gemv_mma.cuh — the tensor-core body of the decode GEMV (geometry in kernels/gemv.cuh) for bf16
-// activations: mma.sync m16n8k16 with the weight tile as the wide operand (16 output columns as M) and
-// the few rows as the narrow one (N = 8, two tiles for 16 rows), "swap-AB". Weights are decoded in
+// kernels/gemv_mma.cuh — the tensor-core product core of the decode GEMV (geometry in kernels/gemv.cuh;
+// its pipelined block body in kernels/gemv_stream.cuh) for bf16 activations: mma.sync m16n8k16 with the
+// weight tile as the wide operand (16 output columns as M) and the few rows as the narrow one (N = 8, two
+// tiles for 16 rows), "swap-AB". Weights are decoded in
 // registers into exact bf16 (BF16 as stored; e4m3 / e2m1 codes times their UE8M0 scale, a power of two,
 // in one or two exact bf16 multiplies), so the products are exact and accumulate in fp32. Also the
 // product core of the grouped experts (kernels/moe_grouped.cuh).
@@ -196,24 +197,6 @@ __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, in
     mine[(g + 8) * kGemvRows + r] = d[tile][2];
     mine[(g + 8) * kGemvRows + r + 1] = d[tile][3];
   }
-}
-
-// The tensor-core body of the GEMV: the warp's column group and K slice into red (gemv_store sums them).
-template <int format_w, class X0>
-__device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x_width, X0 x0_of, Weight w, long long n,
-                                               long long columns, int split, float* red) {
-  const int warp = threadIdx.x >> 5, group = warp / split, slice = warp % split;
-  const long long row0 = static_cast<long long>(blockIdx.x) * kGemvRows;
-  const long long gcol = static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + group * kGemvGroup;
-  float* mine = red + warp * kGemvGroup * kGemvRows;
-  if (gcol >= columns) {  // the block's last group may lie past the matrix: nothing to add
-    for (int i = threadIdx.x & 31; i < kGemvGroup * kGemvRows; i += 32) mine[i] = 0.0f;
-    return;
-  }
-  const long long x0 = x0_of(gcol), nrows = rows - row0 < kGemvRows ? rows - row0 : kGemvRows;
-  mma_tile<format_w, false>(
-      static_cast<const unsigned short*>(x), [&](int i) { return (row0 + i) * x_width + x0; }, static_cast<int>(nrows),
-      w, n, gcol, columns, slice, split, mine);
 }
 
 #endif  // DSV41_CONTRACT_SCAN
