@@ -1,9 +1,11 @@
 // kernels/gemv_stream.cuh — the decode GEMV's tensor-core body with its weight loads software-pipelined:
-// a ring of kStreamStages K blocks in registers, the load of block k + (S - 1)·split issued before block
-// k is decoded and multiplied, so a warp always has S - 1 .. S blocks of weight bytes (and their scale
-// bytes) in flight instead of U blocks that drop to none while the previous ones are decoded (mma_tile
-// of kernels/gemv_mma.cuh, which the grouped experts keep). The same lanes, K permutation, decode and
-// MMA sequence as mma_tile: the partials are the same bits, only the loads are issued earlier.
+// a ring of stream_stages() K blocks in registers, the load of block k + (S - 1)·split issued before
+// block k is decoded and multiplied, so a warp keeps S - 1 .. S blocks of weight bytes in flight instead
+// of a batch that drops to none while it is decoded (mma_tile of kernels/gemv_mma.cuh). The same lanes,
+// K permutation, decode and MMA sequence as mma_tile: the partials are the same bits, only the weight
+// loads are issued earlier. Taken for BF16 weights only, where the GPU measured it faster (docs/perf.md,
+// branch gemv8: the head at 8 and 16 rows 12 and 10 points of the roofline faster); FP8 and FP4 keep
+// mma_tile (the ring measured mixed for FP8 and slower for FP4).
 #pragma once
 
 #include "gemv_mma.cuh"
@@ -11,50 +13,28 @@
 namespace dsv41k {
 namespace gemv_detail {
 
-// K blocks a warp keeps in its register ring (each 32 bytes a lane: two weight rows' 16-byte chunks).
-// Four is mma_tile's FP8 batch, so the ring costs about the registers that batch did.
+// K blocks a warp keeps in its register ring (each 32 bytes a lane: two weight rows' 16-byte chunks);
+// four is mma_tile's FP8 batch, so the ring costs about the registers that batch did. 0: mma_tile.
 template <int FMT>
 __device__ constexpr int stream_stages() {
-  return 4;
+  return FMT == WF_BF16 ? 4 : 0;
 }
 
 #ifndef DSV41_CONTRACT_SCAN
 
-// One K block's loads for a lane: chunk `chunk` of weight rows c0 and c1 and, for scaled formats, the
-// UE8M0 byte of each (pinned as volatile loads, so they issue here and not where the bytes are used).
+// One K block's weight loads for a lane: chunk `chunk` of weight rows c0 and c1 (zeros where not live).
+// Scale bytes are read at decode, as mma_tile reads them: carrying them in the ring (volatile byte loads
+// issued with the chunks) made FP8 slower (wo_b 5120x8192, 1 row: 25.2 -> 31.2 us, docs/perf.md).
 struct StreamStage {
   uint4 a, b;
-  unsigned sa, sb;
 };
-__device__ __forceinline__ unsigned load_scale_byte(const unsigned char* p) {
-  unsigned v;
-  asm volatile("ld.global.nc.u8 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
 template <int FMT>
 __device__ __forceinline__ void stream_load(Weight w, long long c0, long long c1, long long n, long long chunk,
                                             bool live, StreamStage& s) {
-  constexpr int E = chunk_elems(FMT);
   s.a = s.b = make_uint4(0, 0, 0, 0);
-  s.sa = s.sb = 127u;
   if (!live) return;
   s.a = load_chunk<FMT>(w, c0, n, chunk);
   s.b = load_chunk<FMT>(w, c1, n, chunk);
-  if constexpr (FMT != WF_BF16) {
-    s.sa = load_scale_byte(w.scales + scale_index<FMT>(c0, chunk * E, n));
-    s.sb = load_scale_byte(w.scales + scale_index<FMT>(c1, chunk * E, n));
-  }
-}
-// weight_words with the scale byte already loaded.
-template <int FMT>
-__device__ __forceinline__ void stream_words(uint4 raw, unsigned s, unsigned* words) {
-  if constexpr (FMT == WF_BF16) {
-    words[0] = raw.x, words[1] = raw.y, words[2] = raw.z, words[3] = raw.w;
-  } else if constexpr (FMT == WF_FP4_ROW32) {
-    fp4_to_bf16(raw, bf16_scale(s, 126u), words);
-  } else {
-    fp8_to_bf16(raw, bf16_scale(s, 120u), words);
-  }
 }
 
 // mma_tile's contract (same arguments, same partials into mine) with the loads pipelined.
@@ -88,8 +68,8 @@ __device__ __forceinline__ void mma_stream(const unsigned short* xs, XRow xrow, 
       const bool valid = chunk < chunks;
       unsigned wa[W], wb[W];
       if (valid) {
-        stream_words<FMT>(ring[s].a, ring[s].sa, wa);
-        stream_words<FMT>(ring[s].b, ring[s].sb, wb);
+        weight_words<FMT>(w, c0, n, chunk, ring[s].a, wa);
+        weight_words<FMT>(w, c1, n, chunk, ring[s].b, wb);
       } else {
 #pragma unroll
         for (int j = 0; j < W; ++j) wa[j] = wb[j] = 0u;
@@ -141,9 +121,12 @@ __device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x
     return;
   }
   const long long x0 = x0_of(gcol), nrows = rows - row0 < kGemvRows ? rows - row0 : kGemvRows;
-  mma_stream<format_w>(
-      static_cast<const unsigned short*>(x), [&](int i) { return (row0 + i) * x_width + x0; }, static_cast<int>(nrows),
-      w, n, gcol, columns, slice, split, mine);
+  const unsigned short* xs = static_cast<const unsigned short*>(x);
+  auto xrow = [&](int i) { return (row0 + i) * x_width + x0; };
+  if constexpr (stream_stages<format_w>() > 0)
+    mma_stream<format_w>(xs, xrow, static_cast<int>(nrows), w, n, gcol, columns, slice, split, mine);
+  else
+    mma_tile<format_w, false>(xs, xrow, static_cast<int>(nrows), w, n, gcol, columns, slice, split, mine);
 }
 
 #endif  // DSV41_CONTRACT_SCAN
