@@ -37,16 +37,29 @@ __device__ __forceinline__ void stream_load(Weight w, long long c0, long long c1
   s.b = load_chunk<FMT>(w, c1, n, chunk);
 }
 
+// A lane's part of a warp's MMA tile: its column t in the quad, the weight rows of columns g and g + 8
+// of the group (clamped below `columns`: the extra lanes re-read the last row) and the x offsets of inputs
+// g and g + 8 (-1: past nrows, zeros).
+struct MmaLane {
+  int t;
+  long long c0, c1, xr0, xr1;
+};
+template <class XRow>
+__device__ __forceinline__ MmaLane mma_lane(XRow xrow, int nrows, long long gcol, long long columns) {
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  return {lane & 3, gcol + g < columns ? gcol + g : columns - 1, gcol + g + 8 < columns ? gcol + g + 8 : columns - 1,
+          g < nrows ? xrow(g) : -1, g + 8 < nrows ? xrow(g + 8) : -1};
+}
+
 // mma_tile's contract (same arguments, same partials into mine) with the loads pipelined.
 template <int FMT, class XRow>
 __device__ __forceinline__ void mma_stream(const unsigned short* xs, XRow xrow, int nrows, Weight w, long long n,
                                            long long gcol, long long columns, int slice, int split, float* mine) {
-  constexpr int E = chunk_elems(FMT), W = E / 2, S = stream_stages<FMT>();
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  constexpr int E = chunk_elems(FMT), S = stream_stages<FMT>();
+  const MmaLane L = mma_lane(xrow, nrows, gcol, columns);
+  const int t = L.t;
+  const long long c0 = L.c0, c1 = L.c1, xr0 = L.xr0, xr1 = L.xr1;
   float d[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-  const long long c0 = gcol + g < columns ? gcol + g : columns - 1,
-                  c1 = gcol + g + 8 < columns ? gcol + g + 8 : columns - 1;
-  const long long xr0 = g < nrows ? xrow(g) : -1, xr1 = g + 8 < nrows ? xrow(g + 8) : -1;
   const long long chunks = n / E, blocks = (chunks + 3) / 4;  // K blocks of 4 chunks, one a lane
   StreamStage ring[S];
 #pragma unroll
@@ -65,47 +78,10 @@ __device__ __forceinline__ void mma_stream(const unsigned short* xs, XRow xrow, 
         stream_load<FMT>(w, c0, c1, n, cn, kn < blocks && cn < chunks, ring[(s + S - 1) % S]);
       }
       const long long chunk = k * 4 + t;
-      const bool valid = chunk < chunks;
-      unsigned wa[W], wb[W];
-      if (valid) {
-        weight_words<FMT>(w, c0, n, chunk, ring[s].a, wa);
-        weight_words<FMT>(w, c1, n, chunk, ring[s].b, wb);
-      } else {
-#pragma unroll
-        for (int j = 0; j < W; ++j) wa[j] = wb[j] = 0u;
-      }
-#pragma unroll
-      for (int tile = 0; tile < 2; ++tile) {
-        if (tile == 1 && nrows <= 8) break;
-        const long long xr = tile == 0 ? xr0 : xr1;
-        unsigned xw[W];
-#pragma unroll
-        for (int j = 0; j < W / 4; ++j) {
-          uint4 v = make_uint4(0, 0, 0, 0);
-          if (valid && xr >= 0) v = *(reinterpret_cast<const uint4*>(xs + xr + chunk * E) + j);
-          xw[4 * j] = v.x, xw[4 * j + 1] = v.y, xw[4 * j + 2] = v.z, xw[4 * j + 3] = v.w;
-        }
-        if constexpr (FMT == WF_FP4_ROW32) {
-          unsigned xp[W];
-          fp4_pair_x(xw, xp);
-#pragma unroll
-          for (int j = 0; j < W; ++j) xw[j] = xp[j];
-        }
-#pragma unroll
-        for (int q = 0; q < W / 2; ++q)
-          mma_bf16(d[tile], wa[2 * q], wb[2 * q], wa[2 * q + 1], wb[2 * q + 1], xw[2 * q], xw[2 * q + 1]);
-      }
+      mma_block<FMT, false>(xs, xr0, xr1, nrows, w, n, c0, c1, chunk, chunk < chunks, ring[s].a, ring[s].b, d);
     }
   }
-  // d[tile]: (column g, inputs 2t, 2t+1) and (column g + 8, the same inputs) of the tile.
-#pragma unroll
-  for (int tile = 0; tile < 2; ++tile) {
-    const int r = tile * 8 + 2 * t;
-    mine[g * kGemvRows + r] = d[tile][0];
-    mine[g * kGemvRows + r + 1] = d[tile][1];
-    mine[(g + 8) * kGemvRows + r] = d[tile][2];
-    mine[(g + 8) * kGemvRows + r + 1] = d[tile][3];
-  }
+  mma_store(d, mine);
 }
 
 // The tensor-core body of the GEMV: the warp's column group and K slice into red (gemv_store sums them).
