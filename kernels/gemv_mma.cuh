@@ -1,6 +1,7 @@
-// kernels/gemv_mma.cuh — the tensor-core body of the decode GEMV (geometry in kernels/gemv.cuh) for bf16
-// activations: mma.sync m16n8k16 with the weight tile as the wide operand (16 output columns as M) and
-// the few rows as the narrow one (N = 8, two tiles for 16 rows), "swap-AB". Weights are decoded in
+// kernels/gemv_mma.cuh — the tensor-core product core of the decode GEMV (geometry in kernels/gemv.cuh;
+// its pipelined block body in kernels/gemv_stream.cuh) for bf16 activations: mma.sync m16n8k16 with the
+// weight tile as the wide operand (16 output columns as M) and the few rows as the narrow one (N = 8, two
+// tiles for 16 rows), "swap-AB". Weights are decoded in
 // registers into exact bf16 (BF16 as stored; e4m3 / e2m1 codes times their UE8M0 scale, a power of two,
 // in one or two exact bf16 multiplies), so the products are exact and accumulate in fp32. Also the
 // product core of the grouped experts (kernels/moe_grouped.cuh).
@@ -122,6 +123,62 @@ __device__ __forceinline__ void weight_words(Weight w, long long row, long long 
   }
 }
 
+// One K block of a warp's MMA tile: the lane's chunk `chunk` of weight rows c0 and c1 (raw bytes ra, rb;
+// zeros when not valid) decoded and multiplied with the same chunk of inputs xr0 (tile 0) and xr1 (tile 1,
+// above 8 rows; -1: no input) into the accumulators d. kL2: read x through L2 only.
+template <int FMT, bool kL2>
+__device__ __forceinline__ void mma_block(const unsigned short* xs, long long xr0, long long xr1, int nrows, Weight w,
+                                          long long n, long long c0, long long c1, long long chunk, bool valid,
+                                          uint4 ra, uint4 rb, float (*d)[4]) {
+  constexpr int E = chunk_elems(FMT), W = E / 2;
+  unsigned wa[W], wb[W];
+  if (valid) {
+    weight_words<FMT>(w, c0, n, chunk, ra, wa);
+    weight_words<FMT>(w, c1, n, chunk, rb, wb);
+  } else {
+#pragma unroll
+    for (int j = 0; j < W; ++j) wa[j] = wb[j] = 0u;
+  }
+#pragma unroll
+  for (int tile = 0; tile < 2; ++tile) {
+    if (tile == 1 && nrows <= 8) break;
+    const long long xr = tile == 0 ? xr0 : xr1;
+    unsigned xw[W];
+#pragma unroll
+    for (int j = 0; j < W / 4; ++j) {
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (valid && xr >= 0) {
+        const uint4* p = reinterpret_cast<const uint4*>(xs + xr + chunk * E) + j;
+        v = kL2 ? __ldcg(p) : *p;
+      }
+      xw[4 * j] = v.x, xw[4 * j + 1] = v.y, xw[4 * j + 2] = v.z, xw[4 * j + 3] = v.w;
+    }
+    if constexpr (FMT == WF_FP4_ROW32) {
+      unsigned xp[W];
+      fp4_pair_x(xw, xp);
+#pragma unroll
+      for (int j = 0; j < W; ++j) xw[j] = xp[j];
+    }
+#pragma unroll
+    for (int s = 0; s < W / 2; ++s)
+      mma_bf16(d[tile], wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1], xw[2 * s], xw[2 * s + 1]);
+  }
+}
+
+// The warp's accumulators into mine[column·kGemvRows + input]: d[tile] holds (column g, inputs 2t, 2t+1)
+// and (column g + 8, the same inputs) of the tile.
+__device__ __forceinline__ void mma_store(const float (*d)[4], float* mine) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int tile = 0; tile < 2; ++tile) {
+    const int r = tile * 8 + 2 * t;
+    mine[g * kGemvRows + r] = d[tile][0];
+    mine[g * kGemvRows + r + 1] = d[tile][1];
+    mine[(g + 8) * kGemvRows + r] = d[tile][2];
+    mine[(g + 8) * kGemvRows + r + 1] = d[tile][3];
+  }
+}
+
 // One warp's MMA partials: 16 weight rows gcol .. gcol + 15 (clamped below `columns`) against up to 16
 // inputs (input i is the bf16 run xs + xrow(i), for i < nrows; zeros after) over K slice `slice` of
 // `split` (lanes' chunks beyond the row's n / E read as zeros), into mine[column·kGemvRows + input].
@@ -129,7 +186,7 @@ __device__ __forceinline__ void weight_words(Weight w, long long row, long long 
 template <int FMT, bool kL2, class XRow>
 __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, int nrows, Weight w, long long n,
                                          long long gcol, long long columns, int slice, int split, float* mine) {
-  constexpr int E = chunk_elems(FMT), W = E / 2;  // elements and bf16x2 words of a lane's chunk
+  constexpr int E = chunk_elems(FMT);             // elements of a lane's chunk
   constexpr int U = FMT == WF_FP4_ROW32 ? 2 : 4;  // K blocks a lane keeps in flight
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   float d[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -152,68 +209,10 @@ __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, in
     for (int u = 0; u < U; ++u) {
       const long long k = kb + u * split, chunk = k * 4 + t;
       if (k >= blocks) break;
-      const bool valid = chunk < chunks;
-      unsigned wa[W], wb[W];
-      if (valid) {
-        weight_words<FMT>(w, c0, n, chunk, ra[u], wa);
-        weight_words<FMT>(w, c1, n, chunk, rb[u], wb);
-      } else {
-#pragma unroll
-        for (int j = 0; j < W; ++j) wa[j] = wb[j] = 0u;
-      }
-#pragma unroll
-      for (int tile = 0; tile < 2; ++tile) {
-        if (tile == 1 && nrows <= 8) break;
-        const long long xr = tile == 0 ? xr0 : xr1;
-        unsigned xw[W];
-#pragma unroll
-        for (int j = 0; j < W / 4; ++j) {
-          uint4 v = make_uint4(0, 0, 0, 0);
-          if (valid && xr >= 0) {
-            const uint4* p = reinterpret_cast<const uint4*>(xs + xr + chunk * E) + j;
-            v = kL2 ? __ldcg(p) : *p;
-          }
-          xw[4 * j] = v.x, xw[4 * j + 1] = v.y, xw[4 * j + 2] = v.z, xw[4 * j + 3] = v.w;
-        }
-        if constexpr (FMT == WF_FP4_ROW32) {
-          unsigned xp[W];
-          fp4_pair_x(xw, xp);
-#pragma unroll
-          for (int j = 0; j < W; ++j) xw[j] = xp[j];
-        }
-#pragma unroll
-        for (int s = 0; s < W / 2; ++s)
-          mma_bf16(d[tile], wa[2 * s], wb[2 * s], wa[2 * s + 1], wb[2 * s + 1], xw[2 * s], xw[2 * s + 1]);
-      }
+      mma_block<FMT, kL2>(xs, xr0, xr1, nrows, w, n, c0, c1, chunk, chunk < chunks, ra[u], rb[u], d);
     }
   }
-  // d[tile]: (column g, inputs 2t, 2t+1) and (column g + 8, the same inputs) of the tile.
-#pragma unroll
-  for (int tile = 0; tile < 2; ++tile) {
-    const int r = tile * 8 + 2 * t;
-    mine[g * kGemvRows + r] = d[tile][0];
-    mine[g * kGemvRows + r + 1] = d[tile][1];
-    mine[(g + 8) * kGemvRows + r] = d[tile][2];
-    mine[(g + 8) * kGemvRows + r + 1] = d[tile][3];
-  }
-}
-
-// The tensor-core body of the GEMV: the warp's column group and K slice into red (gemv_store sums them).
-template <int format_w, class X0>
-__device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x_width, X0 x0_of, Weight w, long long n,
-                                               long long columns, int split, float* red) {
-  const int warp = threadIdx.x >> 5, group = warp / split, slice = warp % split;
-  const long long row0 = static_cast<long long>(blockIdx.x) * kGemvRows;
-  const long long gcol = static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + group * kGemvGroup;
-  float* mine = red + warp * kGemvGroup * kGemvRows;
-  if (gcol >= columns) {  // the block's last group may lie past the matrix: nothing to add
-    for (int i = threadIdx.x & 31; i < kGemvGroup * kGemvRows; i += 32) mine[i] = 0.0f;
-    return;
-  }
-  const long long x0 = x0_of(gcol), nrows = rows - row0 < kGemvRows ? rows - row0 : kGemvRows;
-  mma_tile<format_w, false>(
-      static_cast<const unsigned short*>(x), [&](int i) { return (row0 + i) * x_width + x0; }, static_cast<int>(nrows),
-      w, n, gcol, columns, slice, split, mine);
+  mma_store(d, mine);
 }
 
 #endif  // DSV41_CONTRACT_SCAN

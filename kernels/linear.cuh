@@ -11,6 +11,7 @@
 #pragma once
 
 #include "gemm_tile.cuh"
+#include "gemv_stream.cuh"
 
 namespace dsv41k {
 namespace linear_detail {
