@@ -11,14 +11,20 @@
 // Waiting cannot deadlock: tickets are handed out in order, so every phase 1 item was claimed by a
 // block that is running and never waits. The last block to leave resets the counters for the next
 // launch (launches of one module are ordered on its stream).
+//
+// With tensor cores (bf16 activations) the products are gemv_detail::mma_tile's: a phase 1 item's 8
+// warps split K (w1, then w3); a phase 2 item's warps take its experts' jobs side by side (split K,
+// summed in slice order, only while there are fewer jobs than warps), not one expert after another
+// with two block barriers each.
 #pragma once
 
 #include "gemv_mma.cuh"
+#include "moe_pairs.cuh"
+#include "moe_rows.cuh"
 
 namespace dsv41k {
 namespace moe_grouped {
 
-constexpr int kMoeRows = 16;     // the largest row count served grouped; larger phases run a block a row
 constexpr int kMoeBlocks = 264;  // blocks of the grouped launch (two per H200 SM)
 constexpr int kMoeCols = 16;     // activation columns (phase 1) or output dims (phase 2) of a work item
 constexpr int kWarps = 8;
@@ -28,7 +34,7 @@ __device__ constexpr long long part_floats(long long choices) {
   return kMoeCols * kMoeRows * choices > 512 ? kMoeCols * kMoeRows * choices : 512;
 }
 __device__ constexpr long long shared_bytes(long long choices) {
-  return 4 * (4 * kMoeRows * choices + 2) + 4 * part_floats(choices) + 4 + 4 * kWarps * kMoeCols * kMoeRows;
+  return pairs_bytes(kMoeRows * choices) + 4 * part_floats(choices) + 4 + 4 * kWarps * kMoeCols * kMoeRows;
 }
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -50,137 +56,6 @@ __device__ unsigned g_ticket, g_done, g_exited;
 template <long long N>
 __device__ __align__(16) float g_act[N];  // [pair][F]: act of (row, choice) pair r·K + k
 
-// The pairs of the step grouped by expert, built once per block in shared memory.
-template <int P>
-struct Pairs {
-  int expert[P];     // expert of pair p, or -1 (inactive row, or an id out of range)
-  int leads;         // distinct experts, in order of first pick
-  int lead[P];       // their first pairs
-  int start[P + 1];  // members of lead i: member[start[i] .. start[i + 1])
-  int member[P];
-};
-
-// acc[m] += Σ_i w[wrow, i]·src(m, i) over the warp's lanes for members m < nm (partial per lane).
-// src.chunk(m, i, v) loads E inputs at i; src.one(m, i) one input (shapes the chunk path does not take).
-template <int FMT, int RB, class Src>
-__device__ __forceinline__ void warp_rows(Weight w, long long wrow, long long n, int nm, const Src& src, bool chunked,
-                                          float* acc) {
-  using namespace gemv_detail;
-  constexpr int E = chunk_elems(FMT);
-  const int lane = threadIdx.x & 31;
-  if constexpr (E > 0) {
-    if (chunked) {
-      const long long chunks = n / E;
-      constexpr int U = 2;
-      for (long long c0 = lane; c0 < chunks; c0 += 32 * U) {
-        uint4 raw[U];
-        float s[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-          if (c0 + 32 * u < chunks) {
-            raw[u] = load_chunk<FMT>(w, wrow, n, c0 + 32 * u);
-            s[u] = chunk_scale<FMT>(w, wrow, n, c0 + 32 * u);
-          }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const long long c = c0 + 32 * u;
-          if (c >= chunks) break;
-          float t[RB];
-#pragma unroll
-          for (int m = 0; m < RB; ++m) t[m] = 0.0f;
-#pragma unroll
-          for (int grp = 0; grp < E / 8; ++grp) {
-            float wv[8];
-            decode_group<FMT>(raw[u], grp, wv);
-#pragma unroll
-            for (int m = 0; m < RB; ++m) {
-              if (m >= nm) break;
-              float xv[8];
-              src.template chunk_at<8>(m, c * E + 8 * grp, xv);
-#pragma unroll
-              for (int e = 0; e < 8; ++e) t[m] = __fmaf_rn(wv[e], xv[e], t[m]);
-            }
-          }
-#pragma unroll
-          for (int m = 0; m < RB; ++m)
-            if (m < nm) acc[m] = __fmaf_rn(__fmul_rn(t[m], chunk_unscale<FMT>()), s[u], acc[m]);
-        }
-      }
-      return;
-    }
-  }
-  for (long long i = lane; i < n; i += 32) {
-    const float wv = weight_at<FMT>(w, wrow, i, n);
-#pragma unroll
-    for (int m = 0; m < RB; ++m)
-      if (m < nm) acc[m] = __fmaf_rn(wv, src.one(m, i), acc[m]);
-  }
-}
-
-// Inputs of phase 1: x rows of the members (pair p reads row p / KK).
-template <int DT, int KK>
-struct XSource {
-  Scratch x;
-  const int* members;
-  long long width;
-  template <int E>
-  __device__ __forceinline__ void chunk_at(int m, long long i, float* v) const {
-    gemv_detail::load_x<DT, E>(x, static_cast<long long>(members[m] / KK) * width + i, v);
-  }
-  __device__ __forceinline__ float one(int m, long long i) const {
-    return load<DT>(x, static_cast<long long>(members[m] / KK) * width + i);
-  }
-};
-// Inputs of phase 2: the act rows of the members, read through L2 (other blocks wrote them).
-struct ActSource {
-  const float* act;
-  const int* members;
-  long long width;
-  template <int E>
-  __device__ __forceinline__ void chunk_at(int m, long long i, float* v) const {
-    const float4* p = reinterpret_cast<const float4*>(act + static_cast<long long>(members[m]) * width + i);
-#pragma unroll
-    for (int j = 0; j < E / 4; ++j) {
-      const float4 f = __ldcg(p + j);
-      v[4 * j] = f.x, v[4 * j + 1] = f.y, v[4 * j + 2] = f.z, v[4 * j + 3] = f.w;
-    }
-  }
-  __device__ __forceinline__ float one(int m, long long i) const {
-    return __ldcg(act + static_cast<long long>(members[m]) * width + i);
-  }
-};
-
-// Pairs of the step (pair p = row p / KK, choice p % KK; expert 0 for every active row when ids is null).
-template <int P, int KK>
-__device__ __forceinline__ void build_pairs(Pairs<P>& pairs, Rows rows, Statics statics, Errors errors, const int* ids,
-                                            long long experts) {
-  if (threadIdx.x != 0) return;
-  const int np = static_cast<int>(rows) * KK;
-  pairs.leads = 0;
-  for (int p = 0; p < np; ++p) {
-    int e = -1;
-    if (row_slot(statics, p / KK) >= 0) {
-      e = ids ? ids[p] : 0;
-      if (e < 0 || e >= experts) {
-        report_error(errors, ERR_EXPERT);
-        e = -1;
-      }
-    }
-    pairs.expert[p] = e;
-    if (e < 0) continue;
-    bool seen = false;
-    for (int i = 0; i < pairs.leads && !seen; ++i) seen = pairs.expert[pairs.lead[i]] == e;
-    if (!seen) pairs.lead[pairs.leads++] = p;
-  }
-  int pos = 0;
-  for (int i = 0; i < pairs.leads; ++i) {
-    pairs.start[i] = pos;
-    for (int p = 0; p < np; ++p)
-      if (pairs.expert[p] == pairs.expert[pairs.lead[i]]) pairs.member[pos++] = p;
-  }
-  pairs.start[pairs.leads] = pos;
-}
-
 // The grouped experts of a step of at most kMoeRows rows (file comment). ids null: the shared expert
 // (every active row, weight 1, added onto out); else out = Σ over each row's choices, from 0. False:
 // declined before touching anything (the caller runs its per-row path).
@@ -189,8 +64,8 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
                                     const float* choice_weight, WeightList w1l, WeightList w3l, WeightList w2l,
                                     Weight w1s, Weight w3s, Weight w2s, float limit, float* out, long long experts) {
   static_assert(F > 0, "the grouped path needs expert columns");
-  using gemv_detail::mma_tile;
   constexpr int P = kMoeRows * KK, C = kMoeCols, RB = kMoeRows, T = C * RB;  // T: one MMA tile's outputs
+  using gemv_detail::mma_tile;
   constexpr bool kMma = gemv_detail::mma_takes(dtype_x, fw1) && gemv_detail::mma_takes(dtype_x, fw3) &&
                         gemv_detail::mma_takes(dtype_x, fw2);
   __shared__ Pairs<P> pairs;
@@ -222,12 +97,17 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
     for (int k = 0; k < kWarps; ++k) v += red[k * T + t];
     return v;
   };
+  // Thread 0 claims a block's next ticket as its current item starts, so the atomic's round trip hides
+  // behind the item. Still no deadlock: tickets rise, so a phase 1 ticket is only ever claimed during a
+  // phase 1 item, by a block that goes on to run it without waiting.
+  unsigned next = threadIdx.x == 0 ? atomicAdd(&g_ticket, 1u) : 0u;
   for (;;) {
-    if (threadIdx.x == 0) s_item = atomicAdd(&g_ticket, 1u);
+    if (threadIdx.x == 0) s_item = next;
     __syncthreads();
     const unsigned item = s_item;
     __syncthreads();
     if (item >= total) break;
+    if (threadIdx.x == 0) next = atomicAdd(&g_ticket, 1u);
     if (item < n1) {  // phase 1: act of 16 columns of one expert for all its pairs
       const int li = static_cast<int>(item % leads), col0 = static_cast<int>(item / leads) * C;
       const int e = pairs.expert[pairs.lead[li]];
@@ -283,31 +163,57 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
       const int d0 = static_cast<int>(item - n1) * C;
-      if (threadIdx.x == 0) {
-        while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
-        __threadfence();
-      }
-      __syncthreads();
-      for (int li = 0; li < leads; ++li) {
-        const int e = pairs.expert[pairs.lead[li]];
-        const Weight w2 = ids ? w2l[e] : w2s;
-        const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
-        if constexpr (kMma) {
-          for (int mb = 0; mb < count; mb += RB) {
-            const int nm = count - mb < RB ? count - mb : RB;
-            const int* mem = pairs.member + m0 + mb;
-            mma_tile<fw2, true>(
-                act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, w2, F, d0, D, warp, kWarps,
-                red + warp * T);
-            __syncthreads();
-            for (int t = threadIdx.x; t < T; t += blockDim.x) {
-              const int dl = t / RB, m = t % RB;
-              if (m < nm) part[dl * P + mem[m]] = tile_sum(t);
-            }
-            __syncthreads();
+      if constexpr (kMma) {
+        // Jobs side by side, split K only while there are fewer jobs than warps; each job's tile sums
+        // straight into part when one warp holds it, else through red in slice order.
+        const int jobs = pairs.jobs, split = jobs == 0 || jobs >= kWarps ? 1 : kWarps / jobs;
+        auto wait = [&] {  // a working warp: until every phase 1 item is done
+          if (lane == 0) {
+            while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
+            __threadfence();
           }
+          __syncwarp();
+        };
+        // Split 1: warp w takes jobs w, w + 8, ... whole; else job w / split, K slice w % split. One
+        // mma_tile call site (each inlined copy costs registers: two copies took the shared expert from
+        // 128 to 162, one block an SM).
+        const int j0 = split == 1 ? warp : (warp < split * jobs ? warp / split : jobs);
+        if (j0 < jobs) wait();
+        for (int j = j0; j < jobs; j += split == 1 ? kWarps : jobs) {
+          const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);
+          const int e = pairs.expert[pairs.lead[li]], count = pairs.start[li + 1] - m0;
+          const int nm = count < RB ? count : RB;
+          const int* mem = pairs.member + m0;
+          mma_tile<fw2, true>(
+              act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, ids ? w2l[e] : w2s, F, d0, D,
+              split == 1 ? 0 : warp % split, split, red + warp * T);
+          if (split > 1) break;
+          __syncwarp();  // the warp's partials, written lane by lane, read by every lane
+          for (int t = lane; t < T; t += 32)
+            if (t % RB < nm) part[(t / RB) * P + mem[t % RB]] = red[warp * T + t];
+          __syncwarp();  // before the next job rewrites them
         }
-        if constexpr (!kMma)
+        __syncthreads();
+        if (split > 1)
+          for (int i = threadIdx.x; i < jobs * T; i += blockDim.x) {
+            const int j = i / T, t = i % T, dl = t / RB, m = t % RB;
+            const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);
+            if (m >= pairs.start[li + 1] - m0) continue;
+            float v = 0.0f;
+            for (int k = 0; k < split; ++k) v += red[(j * split + k) * T + t];
+            part[dl * P + pairs.member[m0 + m]] = v;
+          }
+      }
+      if constexpr (!kMma) {
+        if (threadIdx.x == 0) {
+          while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
+          __threadfence();
+        }
+        __syncthreads();
+        for (int li = 0; li < leads; ++li) {
+          const int e = pairs.expert[pairs.lead[li]];
+          const Weight w2 = ids ? w2l[e] : w2s;
+          const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
           for (int j = 0; j < C / kWarps; ++j) {
             const int dl = warp * (C / kWarps) + j, d = d0 + dl;
             if (d >= D) break;
@@ -326,6 +232,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
               }
             }
           }
+        }
       }
       __syncthreads();
       for (int t = threadIdx.x; t < C * rows; t += blockDim.x) {

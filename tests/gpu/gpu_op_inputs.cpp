@@ -208,8 +208,23 @@ Result<CallInputs> make_inputs(const CallSite& site, uint64_t seed) {
     const int64_t width = n / R;
     if (call.op == "moe_experts" && a.name == "ids") {
       const int64_t experts = call.constant("experts");
+      // At 16 rows (the grouped decode path's most) every row picks row 0's first expert as its first
+      // two choices, and row 0 picks it K times: one expert with more (row, choice) pairs than one MMA
+      // tile's 16 inputs once 9 rows are active, which kernels/moe_pairs.cuh splits into jobs.
+      // Repeated ids are valid (docs/ops.md: summed in selection order).
+      const bool crowd = R == 16;
+      int64_t first = -1;
       for (int64_t r = 0; r < R; ++r) {
-        const std::vector<int64_t> ids = distinct(rng, experts, width);
+        std::vector<int64_t> ids = distinct(rng, experts, width);
+        if (crowd && r == 0) {
+          first = ids[0];
+          std::fill(ids.begin(), ids.end(), first);
+        } else if (crowd) {
+          const auto at = std::find(ids.begin(), ids.end(), first);
+          if (at != ids.end()) std::swap(*at, ids[0]);
+          ids[0] = first;
+          if (width > 1) ids[1] = first;
+        }
         for (int64_t k = 0; k < width; ++k) store_int(bytes, r * width + k, static_cast<int32_t>(ids.at(k)));
       }
     } else if (call.op == "sparse_attention" && a.name == "selected") {
