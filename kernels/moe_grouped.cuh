@@ -163,22 +163,21 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
       const int d0 = static_cast<int>(item - n1) * C;
+      // Thread 0 alone polls, then the block barrier: 8 polling warps a block slowed the blocks still in
+      // phase 1 on the same SMs (the shared expert 39 -> 45 µs at 1 row; docs/perf.md, branch moe).
+      if (threadIdx.x == 0) {
+        while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
+        __threadfence();
+      }
+      __syncthreads();
       if constexpr (kMma) {
         // Jobs side by side, split K only while there are fewer jobs than warps; each job's tile sums
         // straight into part when one warp holds it, else through red in slice order.
         const int jobs = pairs.jobs, split = jobs == 0 || jobs >= kWarps ? 1 : kWarps / jobs;
-        auto wait = [&] {  // a working warp: until every phase 1 item is done
-          if (lane == 0) {
-            while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
-            __threadfence();
-          }
-          __syncwarp();
-        };
         // Split 1: warp w takes jobs w, w + 8, ... whole; else job w / split, K slice w % split. One
         // mma_tile call site (each inlined copy costs registers: two copies took the shared expert from
         // 128 to 162, one block an SM).
         const int j0 = split == 1 ? warp : (warp < split * jobs ? warp / split : jobs);
-        if (j0 < jobs) wait();
         for (int j = j0; j < jobs; j += split == 1 ? kWarps : jobs) {
           const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);
           const int e = pairs.expert[pairs.lead[li]], count = pairs.start[li + 1] - m0;
@@ -205,11 +204,6 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
           }
       }
       if constexpr (!kMma) {
-        if (threadIdx.x == 0) {
-          while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
-          __threadfence();
-        }
-        __syncthreads();
         for (int li = 0; li < leads; ++li) {
           const int e = pairs.expert[pairs.lead[li]];
           const Weight w2 = ids ? w2l[e] : w2s;
