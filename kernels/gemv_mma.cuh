@@ -9,8 +9,8 @@
 // Each lane loads 16 contiguous bytes of two weight rows (columns g and g + 8 of the group, g = lane / 4)
 // per K block of 4·E elements, and the same elements of x for rows g and g + 8; the MMA's K order is
 // permuted consistently on both operands (lane t of a quad holds logical k 2t, 2t+1, 2t+8, 2t+9 of a step
-// as its elements 4s .. 4s+3), which leaves the sum unchanged and keeps every load 16 bytes wide. e2m1
-// codes become bf16 the same way (code·2^-126, by byte-permute lookups, then the scale).
+// as its elements 4s .. 4s+3; FP4 pairs elements 4 apart), which leaves the sum unchanged and keeps every
+// load 16 bytes wide. e2m1 codes become bf16 the same way (code·2^-126 by moving bits, then the scale).
 #pragma once
 
 #include "gemv.cuh"
@@ -78,32 +78,29 @@ __device__ __forceinline__ void fp8_to_bf16(uint4 raw, Bf16Scale sc, unsigned* o
   }
   scale_words<8>(out, sc);
 }
-// 32 e2m1 codes (one 16-byte chunk) as 16 bf16x2 words of code·2^-126 times the scale, word j holding
-// elements 2j (low half) and 2j + 1: the pairing of x's own words, so x needs no re-pairing. Each half
-// comes from a byte-permute lookup: the bf16 of code·2^-126 is the code's bits moved (sign to bit 15,
-// the three magnitude bits to bits 6-8), so its low byte depends on the code's bits 0-1 only (entries
-// 0-3: 0x00 0x40 0x80 0xC0) and its high byte on bits 2-3 only (entries 4-7: 0x00 0x01 0x80 0x81).
-// A code becomes its two table indices, (c & 3) | (4 + (c >> 2)) << 4, for all eight codes of a word at
-// once (even codes in one word, odd in another: a mask, an or and one multiply-add each), then each
-// bf16x2 word is one permute that gathers its two codes' index bytes and one lookup permute: about
-// 3.5 integer operations a word against main's 5-6 plus the x re-pairing (docs/perf.md, branch fp4lut).
-__device__ __forceinline__ unsigned fp4_index_bytes(unsigned codes) {  // 4 codes, one in each byte's bits 0-3
-  // byte = c + 3·(c & 0xC) | 0x40 = (c & 3) | (c & 0xC) << 2 | 0x40; no carry leaves a byte (at most 0x73)
-  return (codes & 0x0C0C0C0Cu) * 3u + ((codes & 0x0F0F0F0Fu) | 0x40404040u);
-}
+// 32 e2m1 codes (one 16-byte chunk) as 16 bf16x2 words of code·2^-126 times the scale. Word 4i + k holds
+// elements 8i + k (low half) and 8i + k + 4 (high half): nibbles 4 apart share one shift; x is paired
+// the same way (fp4_pair_x), so the MMA's sum is unchanged. (Shifts straight from q and scale_words
+// measured slower here at 4-8 rows and in the experts: docs/perf.md, branch fp8; two byte-permute
+// lookups a word with x's own pairing measured 5-13% slower in FP4 linear and mixed in the experts:
+// branch fp4lut.)
 __device__ __forceinline__ void fp4_to_bf16(uint4 raw, Bf16Scale sc, unsigned* out) {
   const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const unsigned even = fp4_index_bytes(q[i]), odd = fp4_index_bytes(q[i] >> 4);
+  for (int i = 0; i < 4; ++i)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      // index bytes of codes 2j (even byte j) and 2j + 1 (odd byte j) as selector nibbles 0-1 and 2-3
-      const unsigned sel = __byte_perm(even, odd, static_cast<unsigned>(j | (4 + j) << 4));
-      out[4 * i + j] = __byte_perm(0xC0804000u, 0x81800100u, sel);
+    for (int k = 0; k < 4; ++k) {
+      const unsigned v = q[i] >> (4 * k);  // nibbles k and k + 4 at bits 0-3 and 16-19
+      out[4 * i + k] = scaled(((v & 0x00070007u) << 6) | ((v & 0x00080008u) << 12), sc);
     }
-  }
-  scale_words<16>(out, sc);
+}
+// x words (element 2j in the low half of word j) re-paired as fp4_to_bf16 pairs its elements.
+__device__ __forceinline__ void fp4_pair_x(const unsigned* xw, unsigned* out) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      out[4 * i + k] = __byte_perm(xw[4 * i + k / 2], xw[4 * i + 2 + k / 2], (k & 1) ? 0x7632u : 0x5410u);
 }
 
 __device__ __forceinline__ void mma_bf16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
@@ -157,6 +154,12 @@ __device__ __forceinline__ void mma_block(const unsigned short* xs, long long xr
         v = kL2 ? __ldcg(p) : *p;
       }
       xw[4 * j] = v.x, xw[4 * j + 1] = v.y, xw[4 * j + 2] = v.z, xw[4 * j + 3] = v.w;
+    }
+    if constexpr (FMT == WF_FP4_ROW32) {
+      unsigned xp[W];
+      fp4_pair_x(xw, xp);
+#pragma unroll
+      for (int j = 0; j < W; ++j) xw[j] = xp[j];
     }
 #pragma unroll
     for (int s = 0; s < W / 2; ++s)
