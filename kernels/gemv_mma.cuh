@@ -82,7 +82,7 @@ __device__ __forceinline__ void fp8_to_bf16(uint4 raw, Bf16Scale sc, unsigned* o
 // elements 8i + k (low half) and 8i + k + 4 (high half): nibbles 4 apart share one shift; x is paired
 // the same way (fp4_pair_x), so the MMA's sum is unchanged. (Shifts straight from q and scale_words
 // measured slower here at 4-8 rows and in the experts: docs/perf.md, branch fp8; two byte-permute
-// lookups a word with x's own pairing measured 5-13% slower in FP4 linear and mixed in the experts:
+// lookups a word with x's own pairing measured 4-13% slower in FP4 linear and mixed in the experts:
 // branch fp4lut.)
 __device__ __forceinline__ void fp4_to_bf16(uint4 raw, Bf16Scale sc, unsigned* out) {
   const unsigned q[4] = {raw.x, raw.y, raw.z, raw.w};
