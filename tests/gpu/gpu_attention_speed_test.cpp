@@ -113,8 +113,13 @@ void sweep_attention(gpu::CudaDriver& d, gpu::KernelLauncher& launcher, int32_t 
 }
 
 // The sweep over one fixture's rank-0 share at `world`, for each cache format of `formats`.
-void sweep_fixture(const BenchDevice& b, GpuSetup& s, const char* fixture, int shards, int world,
-                   std::initializer_list<CacheFormat> formats) {
+// (Skips the calling test without a device or DSV41_GPU_BENCH.)
+void sweep_fixture(const char* fixture, int shards, int world, std::initializer_list<CacheFormat> formats) {
+  const BenchDevice b = bench_device();
+  if (!b.skip.empty()) GTEST_SKIP() << b.skip;
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  GpuSetup s = gpu_setup();
+  ASSERT_TRUE(s.device) << s.skip;
   auto inputs = synth_inputs(fixture, SynthFormat::Release, shards);
   ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
   std::printf("%s world %d\n", fixture, world);
@@ -171,24 +176,12 @@ void sweep_fixture(const BenchDevice& b, GpuSetup& s, const char* fixture, int s
 }
 
 TEST(GpuSpeed, AttentionAndIndexerAtTheReleaseShapes) {
-  const BenchDevice b = bench_device();
-  if (!b.skip.empty()) GTEST_SKIP() << b.skip;
-  ASSERT_TRUE(b.error.empty()) << b.error;
-  GpuSetup s = gpu_setup();
-  ASSERT_TRUE(s.device) << s.skip;
-  sweep_fixture(b, s, "dsv41-release", 8, 4, {CacheFormat::BF16, CacheFormat::Official});
+  sweep_fixture("dsv41-release", 8, 4, {CacheFormat::BF16, CacheFormat::Official});
 }
 
 // The bench fixture's 64 heads at world 1 (`dsv41-rt bench`'s program): the groups and splits at one
 // row with four times the release share's heads.
-TEST(GpuSpeed, AttentionAndIndexerAtTheBenchShapes) {
-  const BenchDevice b = bench_device();
-  if (!b.skip.empty()) GTEST_SKIP() << b.skip;
-  ASSERT_TRUE(b.error.empty()) << b.error;
-  GpuSetup s = gpu_setup();
-  ASSERT_TRUE(s.device) << s.skip;
-  sweep_fixture(b, s, "dsv41-bench", 1, 1, {CacheFormat::BF16});
-}
+TEST(GpuSpeed, AttentionAndIndexerAtTheBenchShapes) { sweep_fixture("dsv41-bench", 1, 1, {CacheFormat::BF16}); }
 
 }  // namespace
 }  // namespace dsv41::gpu_test
