@@ -41,12 +41,13 @@ int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_
 }
 
 // Mirrors sparse_attention_detail of kernels/sparse_attention.cuh.
-constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 16, kAttnMaxPartials = 4096;
+constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 32, kAttnMaxPartials = 4096;
 constexpr int64_t kAttnMaxHeadDim = 2048;
 // Its static arrays, about 10 KiB.
-constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 16) + 12 * 32 + 16;
+constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 32) + 12 * 32 + 16;
 constexpr int64_t kAttnSplitRows = 16;      // phases of at most this many rows split their keys
 constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
+constexpr int64_t kAttnCombineSplits = 64;  // (head, split) partials one combining block reads at most
 
 }  // namespace
 
@@ -95,25 +96,31 @@ Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
 }
 
 // Grid (R, ⌈H/G⌉, S), kernels/sparse_attention.cuh: G heads a block share each key read; decode phases
-// split a row's key slots over S blocks (whole tiles each, enough blocks to fill the device, within
-// the kernel's partial arrays), larger phases take a block a (row, group) over every key. G grows with
-// the (row, head) pairs: few of them want many blocks (small groups, many splits), many of them fill
-// the device anyway and are cheaper with each key read for 8 heads.
+// split a row's key slots over S blocks (whole tiles each, within the kernel's partial arrays), larger
+// phases take a block an (row, group) over every key with G = 8. At decode each G of 2, 4, 8 gets the
+// most splits that keep the launch within kAttnTargetBlocks (one wave: a second wave of a few blocks
+// doubled the time) and the combining block within kAttnCombineSplits (head, split) partials; the G
+// whose blocks walk the fewest tiles wins, the smaller G on a tie (docs/perf.md "sattn": the sweep).
 Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env) {
   const int64_t heads = call.constant("heads"), dh = call.constant("head_dim");
   const int64_t window = call.constant("window"), topk = call.constant("topk");
   const int64_t rows = std::max<int64_t>(1, env.rows);
-  const bool decode = rows <= kAttnSplitRows;
-  const int64_t pairs = rows * heads;
-  const int64_t group = std::min(heads, !decode || pairs > 128 ? kAttnMaxGroup : pairs > 64 ? 4 : 2);
-  const int64_t groups = ceil_div(heads, group);
-  int64_t splits = 1;
-  if (decode) {
-    const int64_t tiles = ceil_div(window + topk, kAttnTile);
+  const int64_t tiles = ceil_div(window + topk, kAttnTile);
+  int64_t group = std::min(heads, kAttnMaxGroup), splits = 1;
+  if (rows <= kAttnSplitRows) {
     const int64_t most = std::min({kAttnMaxSplits, tiles, kAttnMaxPartials / (rows * heads)});
-    splits = std::clamp<int64_t>(ceil_div(kAttnTargetBlocks, rows * groups), 1, std::max<int64_t>(1, most));
-    splits = ceil_div(tiles, ceil_div(tiles, splits));  // no split left without a tile
+    int64_t best_walk = 0;
+    for (int64_t g = 2; g <= kAttnMaxGroup; g *= 2) {
+      const int64_t gg = std::min(heads, g);
+      int64_t s = std::min({most, kAttnTargetBlocks / (rows * ceil_div(heads, gg)), kAttnCombineSplits / gg});
+      s = std::max<int64_t>(1, s);
+      s = ceil_div(tiles, ceil_div(tiles, s));  // no split left without a tile
+      const int64_t walk = ceil_div(tiles, s);  // tiles a block walks
+      if (best_walk == 0 || walk < best_walk) best_walk = walk, group = gg, splits = s;
+      if (gg == heads) break;
+    }
   }
+  const int64_t groups = ceil_div(heads, group);
   LaunchDims d;
   d.block = kThreads;
   d.grid[0] = rows;

@@ -19,7 +19,9 @@
 // S = 1 (prefill, or few keys): the block divides by the denominator (with e^{sink−m}) and stores.
 // S > 1: partials go to this module's __device__ arrays (kMaxPartials·(Dh + 2) floats, beside the
 // memory ledger) and the last block of the (row, group) to finish (a counter, reset by that block)
-// combines them in split order, so the result does not depend on which block finishes last.
+// combines them in split order, so the result does not depend on which block finishes last: a warp a
+// head finds the splits' weights (a lane a split), then every thread sums its outputs' partials with
+// several outputs' and splits' loads in flight at once.
 //
 // Numerics: not the CPU's bits (fp32 sums in another order, fused multiply-adds, expf); within the op
 // test's tolerances. A DT_PACKED ring and cache (the official cache format, kernels/cache_rows.cuh):
@@ -35,9 +37,9 @@ namespace sparse_attention_detail {
 constexpr int kThreads = 256;
 constexpr int kTile = 32;           // key slots a tile (a lane each in the softmax)
 constexpr int kMaxGroup = 8;        // heads a block (a warp each in the softmax)
-constexpr int kMaxSplits = 16;      // blocks a (row, group) at most
+constexpr int kMaxSplits = 32;      // blocks a (row, group) at most (release r1: 20, a tile each)
 constexpr int kMaxPartials = 4096;  // R·H·S of a split launch at most: sizes the partial arrays
-constexpr int kBatch = 4;           // key loads a thread has in flight while filling a tile
+static_assert(kMaxSplits <= 32, "the combine takes a split a lane");
 __device__ constexpr long long padded_dim(long long dh) { return (dh + 7) / 8 * 8; }
 __device__ constexpr long long dynamic_shared_bytes(long long dh, long long group) {
   return 4 * (kTile * (padded_dim(dh) + 4) + group * padded_dim(dh));
@@ -186,6 +188,10 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
                 K = static_cast<int>(topk);
   constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
   constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
+  // Key loads a thread has in flight while filling a tile: all of a tile's at Dh 512 for bf16 rows (one
+  // round trip); 4 for f32 and packed rows, whose bits and decoding take more registers (8 made them
+  // 175-237 registers: one block an SM, and spills in f32).
+  constexpr int kBatch = dtype_kv == DT_BF16 && !kPacked ? 8 : 4;
   constexpr long long kRowBytes = static_cast<long long>(Dh) * (dtype_kv == DT_BF16 ? 2 : 4);
   constexpr long long kRingRowBytes = kPacked ? cache_rows::row_bytes<CACHE_WINDOW>(Dh) : kRowBytes;
   constexpr long long kCacheRowBytes = kPacked ? cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) : kRowBytes;
@@ -376,25 +382,51 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   __syncthreads();
   if (!last_block) return;
   __threadfence();
-  if (tid < gc) {  // each split's weight e^{m_s − top} / denominator, in split order
-    const float sk = weight_at<format_sink>(sink, h0 + tid);
-    float top = sk;
-    for (int k = 0; k < S; ++k) top = fmaxf(top, __ldcg(&g_max_sum[index(tid, k)]).x);
-    float denominator = expf(sk - top);
-    for (int k = 0; k < S; ++k) {
-      const float2 ms = __ldcg(&g_max_sum[index(tid, k)]);
-      weights[tid][k] = ms.x == kNegInf ? 0.0f : expf(ms.x - top);
-      denominator = fmaf(ms.y, weights[tid][k], denominator);
+  if (warp < gc) {  // each split's weight e^{m_s − top} / denominator: warp g, lane k split k
+    const float sk = weight_at<format_sink>(sink, h0 + warp);
+    const float2 ms = lane < S ? __ldcg(&g_max_sum[index(warp, lane)]) : make_float2(kNegInf, 0.0f);
+    const float top = fmaxf(sk, warp_max(ms.x));
+    const float w = ms.x == kNegInf ? 0.0f : expf(ms.x - top);
+    float* sums = part_sum[0][warp];  // the logits' scratch is free after the last tile
+    if (lane < S) weights[warp][lane] = w, sums[lane] = ms.y;
+    __syncwarp();
+    if (lane == 0) {  // the denominator in split order
+      float denominator = expf(sk - top);
+      for (int k = 0; k < S; ++k) denominator = fmaf(sums[k], weights[warp][k], denominator);
+      rescale[warp] = denominator;
     }
-    for (int k = 0; k < S; ++k) weights[tid][k] /= denominator;
+    __syncwarp();
+    if (lane < S) weights[warp][lane] = w / rescale[warp];
   }
   if (tid == 0) g_finished[counter] = 0u;  // for the next launch
   __syncthreads();
-  for (int i = tid; i < gc * Dh; i += kThreads) {
-    const int g = i / Dh, d = i % Dh;
-    float o = 0.0f;
-    for (int k = 0; k < S; ++k) o = fmaf(__ldcg(&part[index(g, k) * Dh + d]), weights[g][k], o);
-    store<dtype_out>(out, (r * H + h0) * Dh + i, o);
+  // kCombine outputs a thread at once, kSplitsAtOnce splits' partials of all of them loaded before
+  // they are summed (in split order): a thread's loads are in flight together, not one at a time.
+  constexpr int kCombine = 4, kSplitsAtOnce = 8;
+  for (int i0 = tid; i0 < gc * Dh; i0 += kCombine * kThreads) {
+    float o[kCombine];
+#pragma unroll
+    for (int c = 0; c < kCombine; ++c) o[c] = 0.0f;
+    for (int k0 = 0; k0 < S; k0 += kSplitsAtOnce) {
+      float v[kSplitsAtOnce][kCombine];
+#pragma unroll
+      for (int k = 0; k < kSplitsAtOnce; ++k)
+#pragma unroll
+        for (int c = 0; c < kCombine; ++c) {
+          const int i = i0 + c * kThreads;
+          v[k][c] = i < gc * Dh && k0 + k < S ? __ldcg(&part[index(i / Dh, k0 + k) * Dh + i % Dh]) : 0.0f;
+        }
+#pragma unroll
+      for (int k = 0; k < kSplitsAtOnce; ++k)
+#pragma unroll
+        for (int c = 0; c < kCombine; ++c) {
+          const int i = i0 + c * kThreads;
+          if (i < gc * Dh && k0 + k < S) o[c] = fmaf(v[k][c], weights[i / Dh][k0 + k], o[c]);
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < kCombine; ++c)
+      if (i0 + c * kThreads < gc * Dh) store<dtype_out>(out, (r * H + h0) * Dh + i0 + c * kThreads, o[c]);
   }
 #endif
 }

@@ -6,7 +6,8 @@
 // so that its sequence ends near position 60000, every selected slot listed), timed with the planned
 // launch and with every other head group G and split count S the kernel takes (it reads both from its
 // grid), so the launch policy of common/kernel_launch_attention.cpp can be checked against the best.
-// index_select: the decode calls as the op test generates them (positions random; printed).
+// index_select: the decode calls as the op test generates them (positions random; printed). A second
+// test sweeps the bench fixture's world-1 program (64 heads) the same way, bf16 caches only.
 // Runs only with DSV41_GPU_BENCH=1 (a measurement, not a check; docs/perf.md records it).
 #include <algorithm>
 #include <cstdio>
@@ -100,7 +101,7 @@ void sweep_attention(gpu::CudaDriver& d, gpu::KernelLauncher& launcher, int32_t 
   for (int64_t g : {1, 2, 4, 8}) {
     if (g > heads) continue;
     line += fmt::format("    G {}:", g);
-    for (int64_t s : {1, 2, 4, 7, 10, 16}) {
+    for (int64_t s : {1, 2, 4, 7, 10, 16, 20}) {
       if (s > tiles || (s > 1 && rows * heads * s > 4096)) continue;
       auto us = time_attention(d, launcher, kernel, site, up, g, s, count);
       ASSERT_TRUE(us.is_ok()) << us.status().message();
@@ -111,20 +112,24 @@ void sweep_attention(gpu::CudaDriver& d, gpu::KernelLauncher& launcher, int32_t 
   std::printf("%s", line.c_str());
 }
 
-TEST(GpuSpeed, AttentionAndIndexerAtTheReleaseShapes) {
+// The sweep over one fixture's rank-0 share at `world`, for each cache format of `formats`.
+// (Skips the calling test without a device or DSV41_GPU_BENCH.)
+void sweep_fixture(const char* fixture, int shards, int world, std::initializer_list<CacheFormat> formats) {
   const BenchDevice b = bench_device();
   if (!b.skip.empty()) GTEST_SKIP() << b.skip;
   ASSERT_TRUE(b.error.empty()) << b.error;
   GpuSetup s = gpu_setup();
   ASSERT_TRUE(s.device) << s.skip;
-  auto inputs = synth_inputs("dsv41-release", SynthFormat::Release, 8);
+  auto inputs = synth_inputs(fixture, SynthFormat::Release, shards);
   ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
-  for (CacheFormat format : {CacheFormat::BF16, CacheFormat::Official}) {
+  std::printf("%s world %d\n", fixture, world);
+  for (CacheFormat format : formats) {
     const char* name = format == CacheFormat::BF16 ? "bf16" : "packed";
     ServingSettings settings;
     settings.cache_format = format;
     std::set<std::string> without_kernel;
-    auto r = plan_lists(*inputs, fmt::format("release caches={}", name), 4, 0, settings, s.target, without_kernel);
+    auto r = plan_lists(*inputs, fmt::format("{} caches={}", fixture, name), world, 0, settings, s.target,
+                        without_kernel);
     ASSERT_TRUE(r.is_ok()) << r.status().message();
     // One case per (phase, variant): the decode phases of kDecodeRows and the largest prefill segment.
     size_t prefill = SIZE_MAX;
@@ -169,6 +174,14 @@ TEST(GpuSpeed, AttentionAndIndexerAtTheReleaseShapes) {
     }
   }
 }
+
+TEST(GpuSpeed, AttentionAndIndexerAtTheReleaseShapes) {
+  sweep_fixture("dsv41-release", 8, 4, {CacheFormat::BF16, CacheFormat::Official});
+}
+
+// The bench fixture's 64 heads at world 1 (`dsv41-rt bench`'s program): the groups and splits at one
+// row with four times the release share's heads.
+TEST(GpuSpeed, AttentionAndIndexerAtTheBenchShapes) { sweep_fixture("dsv41-bench", 1, 1, {CacheFormat::BF16}); }
 
 }  // namespace
 }  // namespace dsv41::gpu_test
