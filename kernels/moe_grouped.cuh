@@ -163,8 +163,9 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
       const int d0 = static_cast<int>(item - n1) * C;
-      // Thread 0 alone polls, then the block barrier: 8 polling warps a block slowed the blocks still in
-      // phase 1 on the same SMs (the shared expert 39 -> 45 µs at 1 row; docs/perf.md, branch moe).
+      // Thread 0 alone polls, then the block barrier (one polling load a block, not one a warp). This
+      // did not undo the shared expert's slowdown since branch moe (39 -> 45 µs at 1 row, cause not
+      // found: docs/perf.md, "The merged tree of the fifth session").
       if (threadIdx.x == 0) {
         while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
         __threadfence();

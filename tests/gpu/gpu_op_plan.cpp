@@ -91,8 +91,9 @@ bool filter_takes(const std::string& key) {
 std::string row_class(const std::string& op, int64_t rows) {
   // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows, kernels/hc_mix.cuh kMixRows and
   // kernels/hc_collapse_norm.cuh kNormRows: a row's work split over blocks, merged by its last block
-  // (hc_collapse_norm: each block sums the whole row itself and writes its slice; a block a row above). hc_mix and hc_collapse_norm are also checked alone, at a middling count and at
-  // the most (tiny decode.r1, r8 and r16).
+  // (hc_collapse_norm: each block sums the whole row itself and writes its slice; a block a row above).
+  // hc_mix and hc_collapse_norm are also checked alone, at a middling count and at the most (tiny
+  // decode.r1, r8 and r16).
   constexpr int64_t kSplitRows = 16;
   if (op == "hc_mix" || op == "hc_collapse_norm") {
     if (rows > kSplitRows) return " (a block a row)";

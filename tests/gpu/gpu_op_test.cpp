@@ -455,7 +455,8 @@ TEST(GpuOps, IndexSelectAtTheCachesEndMatchesTheCpuOp) {
       for (const auto& [key, c] : cases) {
         const int64_t ratio = c.lists->calls.phases[c.phase].calls[c.call].constant("ratio");
         const AdjustInputs at_the_end = [ratio](CallInputs& in) {
-          const int64_t limit = in.state_layout.begin()->second.decl->shape.at(0) * ratio;  // index_cache
+          // index_select's one state argument is index_cache: its entries times the ratio are positions.
+          const int64_t limit = in.state_layout.begin()->second.decl->shape.at(0) * ratio;
           for (int64_t row = 0; row < in.rows; ++row) {
             int32_t* st = in.image.statics.data() + row * kStaticsFields;
             if (st[kStaticSlot] >= 0) st[kStaticPosition] = static_cast<int32_t>(limit - in.rows + row);
