@@ -84,7 +84,7 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
     sum = red[0];
   } else {
     float sq = 0.0f;
-#pragma unroll 8  // kUnroll
+#pragma unroll(kUnroll)
     for (long long d = tid; d < D; d += T) {
       const float h = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
       sq += h * h;
