@@ -59,9 +59,9 @@ bool prefill_attention(const Call& call, const CallEnv& env, int64_t dh) {
   const BufferDecl* ring = env.buffer(call.arg("ring"));
   return kv && ring && kv->dtype == DType::BF16 && ring->dtype == DType::BF16;
 }
-int64_t prefill_shared(int64_t dh) {  // 2 key tiles, 4 warps' logit parts, weights, 2 tiles' key rows, head stats
+int64_t prefill_shared(int64_t dh) {  // 2 key tiles, 4 warps' logit parts, weights hi/lo, 2 tiles' key rows, head stats
   const int64_t parts = kPrefillKeys + 8;
-  return 2 * 2 * kPrefillKeys * (dh + 8) + 4 * 4 * kPrefillHeads * parts + 2 * kPrefillHeads * parts +
+  return 2 * 2 * kPrefillKeys * (dh + 8) + 4 * 4 * kPrefillHeads * parts + 2 * 2 * kPrefillHeads * parts +
          2 * 12 * kPrefillKeys + 12 * kPrefillHeads;
 }
 

@@ -13,10 +13,10 @@
 // the logits are two MMAs (hi·k + lo·k) with fp32 accumulation, so they are fp32 dots up to that split
 // (the keys are bf16 already). Each warp sums its 16-dimension units (w, w + 8, ...); the eight parts are added
 // in a fixed order (warp w + warp w+4, then the four in order), so a result does not depend on timing.
-// The softmax weights e^{l − m} are rounded to bf16 for the P·V MMA and the denominator sums those
-// rounded weights, so the output is a convex combination of the keys (relative weight error ≤ 2⁻⁹,
-// within the op test's bf16 tolerance); the sink and empty rows as the CUDA-core path (zeros when no
-// key and the sink alone).
+// The softmax weights e^{l − m} (fp32, summed in fp32 for the denominator) are split the same way for
+// P·V, two MMAs: a weight rounded to bf16 alone would be off by up to 2⁻⁹, an error of the order of the
+// op test's absolute bound on outputs near zero. The sink and empty rows as the CUDA-core path (zeros
+// when no key and the sink alone).
 #pragma once
 
 #include "gemm_tile.cuh"
@@ -26,21 +26,21 @@
 namespace dsv41k {
 namespace sparse_attention_prefill {
 constexpr int kThreads = 256, kWarps = 8;
-constexpr int kHeads = 16;        // heads a block: the MMA's rows
-constexpr int kKeys = 32;         // keys a tile: 4 MMA columns of 8
-constexpr int kEach = kKeys / 16;  // keys of a tile a softmax thread takes (16 threads a head)
-constexpr int kMaxDim = 512;      // the key tile's shared memory grows with Dh
-constexpr int kDecodeRows = 16;   // phases of at most this many rows take the split CUDA-core path
+constexpr int kHeads = 16;              // heads a block: the MMA's rows
+constexpr int kKeys = 32;               // keys a tile: 4 MMA columns of 8
+constexpr int kEach = kKeys / 16;       // keys of a tile a softmax thread takes (16 threads a head)
+constexpr int kMaxDim = 512;            // the key tile's shared memory grows with Dh
+constexpr int kDecodeRows = 16;         // phases of at most this many rows take the split CUDA-core path
 constexpr int kPartStride = kKeys + 8;  // floats a head's logit parts: float2 stores in distinct banks
 constexpr int kPStride = kKeys + 8;     // bf16 a head's weights: ldmatrix rows in distinct banks
 __device__ constexpr long long key_stride(long long dh) { return dh + 8; }  // bf16: ldmatrix conflict-free
 __device__ constexpr bool takes(int dtype_kv, int dtype_ring, long long dh) {
   return dtype_kv == DT_BF16 && dtype_ring == DT_BF16 && dh % 16 == 0 && dh <= kMaxDim;
 }
-// Dynamic shared memory: two stages of key tiles, four warps' logit parts, the weights, two stages of
+// Dynamic shared memory: two stages of key tiles, four warps' logit parts, the weights (hi, lo), two stages of
 // the tiles' key rows and kinds, and per head the rescale, max and sum.
 __device__ constexpr long long shared_bytes(long long dh) {
-  return 2 * (2 * kKeys * key_stride(dh)) + 4 * 4 * kHeads * kPartStride + 2 * kHeads * kPStride +
+  return 2 * (2 * kKeys * key_stride(dh)) + 4 * 4 * kHeads * kPartStride + 2 * 2 * kHeads * kPStride +
          2 * (8 * kKeys + 4 * kKeys) + 4 * 3 * kHeads;
 }
 
@@ -73,9 +73,9 @@ __device__ __forceinline__ int next_tile(const RowKeys& rk, long long r, int fro
     if (threadIdx.x < kKeys) {
       const int j = base + static_cast<int>(threadIdx.x);
       const char* row = nullptr;
-      const int kind = j < kSlots ? key_at<Wn, K, kRowBytes, kRowBytes, kRowBytes>(rk, r, j, selected, errors,
-                                                                                    blockIdx.y == 0, row)
-                                  : KEY_NONE;
+      const int kind =
+          j < kSlots ? key_at<Wn, K, kRowBytes, kRowBytes, kRowBytes>(rk, r, j, selected, errors, blockIdx.y == 0, row)
+                     : KEY_NONE;
       key_row[threadIdx.x] = row;
       key_kind[threadIdx.x] = kind;
       live = kind != KEY_NONE;
@@ -92,8 +92,10 @@ __device__ __forceinline__ void load_tile(unsigned short* tile, const char* cons
   for (int c = threadIdx.x; c < kKeys * Dh / 8; c += kThreads) {
     const int key = c / (Dh / 8), u = c % (Dh / 8);
     unsigned short* dst = tile + key * key_stride(Dh) + 8 * u;
-    if (key_kind[key] == KEY_NONE) *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
-    else router_detail::cp_async16(dst, key_row[key] + 16 * u);
+    if (key_kind[key] == KEY_NONE)
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
+    else
+      router_detail::cp_async16(dst, key_row[key] + 16 * u);
   }
   router_detail::cp_async_commit();
 }
@@ -111,10 +113,11 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
   const float kNegInf = -__int_as_float(0x7f800000);
   extern __shared__ __align__(16) unsigned char prefill_shared[];
   unsigned short* keys = reinterpret_cast<unsigned short*>(prefill_shared);  // [2 stages][kKeys][KS]
-  float* parts = reinterpret_cast<float*>(keys + 2 * kKeys * KS);             // [4][kHeads][kPartStride]
-  unsigned short* ps = reinterpret_cast<unsigned short*>(parts + 4 * kHeads * kPartStride);  // [kHeads][kPStride]
-  const char** key_row = reinterpret_cast<const char**>(ps + kHeads * kPStride);  // [2 stages][kKeys]
-  int* key_kind = reinterpret_cast<int*>(key_row + 2 * kKeys);                  // [2 stages][kKeys]
+  float* parts = reinterpret_cast<float*>(keys + 2 * kKeys * KS);            // [4][kHeads][kPartStride]
+  unsigned short* ps =
+      reinterpret_cast<unsigned short*>(parts + 4 * kHeads * kPartStride);            // [hi, lo][kHeads][kPStride]
+  const char** key_row = reinterpret_cast<const char**>(ps + 2 * kHeads * kPStride);  // [2 stages][kKeys]
+  int* key_kind = reinterpret_cast<int*>(key_row + 2 * kKeys);                        // [2 stages][kKeys]
   float* rescale = reinterpret_cast<float*>(key_kind + 2 * kKeys);
   float* head_max = rescale + kHeads;
   float* head_sum = head_max + kHeads;
@@ -141,7 +144,8 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
     for (int a = 0; a < 4; ++a) {  // a0: (g, 2t), a1: (g + 8, 2t), a2: (g, 2t + 8), a3: (g + 8, 2t + 8)
       const int head = g + 8 * (a & 1), d = k0 + 2 * t + 8 * (a >> 1);
       float2 v = make_float2(0.0f, 0.0f);
-      if (head < gc && k0 < Dh) v = *reinterpret_cast<const float2*>(static_cast<const float*>(q) + (r * H + h0 + head) * Dh + d);
+      if (head < gc && k0 < Dh)
+        v = *reinterpret_cast<const float2*>(static_cast<const float*>(q) + (r * H + h0 + head) * Dh + d);
       const float hx = bf16_round(v.x), hy = bf16_round(v.y);
       qhi[i][a] = pack_bf16(hx, hy);
       qlo[i][a] = pack_bf16(v.x - hx, v.y - hy);
@@ -163,7 +167,7 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
   if (base < kSlots) load_tile<Dh>(keys, key_row, key_kind);
   while (base < kSlots) {
     const int next = next_tile<Dh, Wn, K>(rk, r, base + kKeys, selected, errors, key_row + (stage ^ 1) * kKeys,
-                                      key_kind + (stage ^ 1) * kKeys);
+                                          key_kind + (stage ^ 1) * kKeys);
     if (next < kSlots) {
       load_tile<Dh>(keys + (stage ^ 1) * kKeys * KS, key_row + (stage ^ 1) * kKeys, key_kind + (stage ^ 1) * kKeys);
       router_detail::cp_async_wait<1>();
@@ -193,7 +197,9 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
       }
     }
     // The eight warps' parts: warps 4-7 hand theirs to warps 0-3, which add them and publish the sums.
-    auto part = [&](int w, int head, int key) { return reinterpret_cast<float2*>(parts + (w * kHeads + head) * kPartStride + key); };
+    auto part = [&](int w, int head, int key) {
+      return reinterpret_cast<float2*>(parts + (w * kHeads + head) * kPartStride + key);
+    };
     if (warp >= 4)
 #pragma unroll
       for (int n = 0; n < kCols; ++n) {
@@ -234,14 +240,16 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
       float e[kEach], sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < kEach; ++j) {
-        e[j] = m_new == kNegInf ? 0.0f : bf16_round(expf(l[j] - m_new));
+        e[j] = m_new == kNegInf ? 0.0f : expf(l[j] - m_new);
         sum += e[j];
       }
 #pragma unroll
       for (int m = 8; m > 0; m >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, m);
       run_sum = fmaf(run_sum, c, sum);
       run_max = m_new;
-      *reinterpret_cast<unsigned*>(ps + sh * kPStride + sk) = pack_bf16(e[0], e[1]);
+      const float hi0 = bf16_round(e[0]), hi1 = bf16_round(e[1]);
+      *reinterpret_cast<unsigned*>(ps + sh * kPStride + sk) = pack_bf16(hi0, hi1);
+      *reinterpret_cast<unsigned*>(ps + (kHeads + sh) * kPStride + sk) = pack_bf16(e[0] - hi0, e[1] - hi1);
       if ((tid & 15) == 0) rescale[sh] = c;
     }
     __syncthreads();
@@ -255,8 +263,10 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
         for (int n = 0; n < 2; ++n) o[i][n][0] *= c0, o[i][n][1] *= c0, o[i][n][2] *= c1, o[i][n][3] *= c1;
 #pragma unroll
       for (int kk = 0; kk < kKeys; kk += 16) {
-        unsigned a[4];
-        gemm_tile::load_x4(ps + (8 * ((lane >> 3) & 1) + (lane & 7)) * kPStride + kk + 8 * (lane >> 4), a);
+        unsigned a[4], alo[4];  // the weights' hi and lo halves
+        const unsigned short* pa = ps + (8 * ((lane >> 3) & 1) + (lane & 7)) * kPStride + kk + 8 * (lane >> 4);
+        gemm_tile::load_x4(pa, a);
+        gemm_tile::load_x4(pa + kHeads * kPStride, alo);
 #pragma unroll
         for (int i = 0; i < kMine; ++i) {
           const int d0 = 16 * (warp + kWarps * i);
@@ -264,7 +274,9 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
           unsigned b[4];
           load_x4_trans(tile + (kk + 8 * ((lane >> 3) & 1) + (lane & 7)) * KS + d0 + 8 * (lane >> 4), b);
           gemv_detail::mma_bf16(o[i][0], a[0], a[1], a[2], a[3], b[0], b[1]);
+          gemv_detail::mma_bf16(o[i][0], alo[0], alo[1], alo[2], alo[3], b[0], b[1]);
           gemv_detail::mma_bf16(o[i][1], a[0], a[1], a[2], a[3], b[2], b[3]);
+          gemv_detail::mma_bf16(o[i][1], alo[0], alo[1], alo[2], alo[3], b[2], b[3]);
         }
       }
     }
