@@ -1,7 +1,8 @@
 // kernels/sparse_attention_prefill.cuh — sparse_attention of prefill-sized phases on tensor cores
 // (docs/ops.md "sparse_attention"): the heads of one row share every key (one kv head), so a block takes
 // a row and 16 of its heads as the 16 rows of mma.sync m16n8k16 and walks the row's key slots in tiles
-// of 64 keys, flash-attention style: logits Q·Kᵀ, an online softmax, O += P·V (V = K).
+// of 32 keys (two stages of cp.async copies, router.cuh's), flash-attention style: logits Q·Kᵀ, an online
+// softmax, O += P·V (V = K).
 //
 // Taken (kernels/sparse_attention.cuh's entry; common/kernel_launch_attention.cpp decides the same) by
 // phases of more than kDecodeRows rows with bf16 activations and bf16 ring and cache (served bf16 mode,
@@ -11,8 +12,8 @@
 //
 // Numerics. q is f32: each value is split exactly into bf16 hi + bf16 lo (|q − hi − lo| ≤ 2⁻¹⁷|q|), and
 // the logits are two MMAs (hi·k + lo·k) with fp32 accumulation, so they are fp32 dots up to that split
-// (the keys are bf16 already). Each warp sums its 16-dimension units (w, w + 8, ...); the eight parts are added
-// in a fixed order (warp w + warp w+4, then the four in order), so a result does not depend on timing.
+// (the keys are bf16 already). Each warp sums its 16-dimension units (w, w + 8, ...); the eight parts
+// are added in a fixed order (warp w + warp w+4, then the four in order): no result depends on timing.
 // The softmax weights e^{l − m} (fp32, summed in fp32 for the denominator) are split the same way for
 // P·V, two MMAs: a weight rounded to bf16 alone would be off by up to 2⁻⁹, an error of the order of the
 // op test's absolute bound on outputs near zero. The sink and empty rows as the CUDA-core path (zeros
@@ -37,8 +38,8 @@ __device__ constexpr long long key_stride(long long dh) { return dh + 8; }  // b
 __device__ constexpr bool takes(int dtype_kv, int dtype_ring, long long dh) {
   return dtype_kv == DT_BF16 && dtype_ring == DT_BF16 && dh % 16 == 0 && dh <= kMaxDim;
 }
-// Dynamic shared memory: two stages of key tiles, four warps' logit parts, the weights (hi, lo), two stages of
-// the tiles' key rows and kinds, and per head the rescale, max and sum.
+// Dynamic shared memory: two stages of key tiles, four warps' logit parts, the weights (hi, lo), two
+// stages of the tiles' key rows and kinds, and per head the rescale, max and sum.
 __device__ constexpr long long shared_bytes(long long dh) {
   return 2 * (2 * kKeys * key_stride(dh)) + 4 * 4 * kHeads * kPartStride + 2 * 2 * kHeads * kPStride +
          2 * (8 * kKeys + 4 * kKeys) + 4 * 3 * kHeads;
