@@ -49,6 +49,22 @@ constexpr int64_t kAttnSplitRows = 16;      // phases of at most this many rows 
 constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
 constexpr int64_t kAttnCombineSplits = 64;  // (head, split) partials one combining block reads at most
 
+// Mirrors sparse_attention_prefill of kernels/sparse_attention_prefill.cuh: phases of more than
+// kAttnSplitRows rows with bf16 kv and ring (the cache is then bf16 too) and head_dim a multiple of 16 up
+// to 512 run on tensor cores, a block a (row, 16 heads), 32-key tiles.
+constexpr int64_t kPrefillHeads = 16, kPrefillKeys = 32, kPrefillMaxDim = 512;
+bool prefill_attention(const Call& call, const CallEnv& env, int64_t dh) {
+  if (env.rows <= kAttnSplitRows || dh % 16 != 0 || dh > kPrefillMaxDim || !env.buffer) return false;
+  const BufferDecl* kv = env.buffer(call.arg("kv"));
+  const BufferDecl* ring = env.buffer(call.arg("ring"));
+  return kv && ring && kv->dtype == DType::BF16 && ring->dtype == DType::BF16;
+}
+int64_t prefill_shared(int64_t dh) {  // 2 key tiles, 4 warps' logit parts, weights hi/lo, 2 tiles' key rows, head stats
+  const int64_t parts = kPrefillKeys + 8;
+  return 2 * 2 * kPrefillKeys * (dh + 8) + 4 * 4 * kPrefillHeads * parts + 2 * 2 * kPrefillHeads * parts +
+         2 * 12 * kPrefillKeys + 12 * kPrefillHeads;
+}
+
 }  // namespace
 
 // A block per closing row, rows grid-strided over at most kCompressBlocks blocks (kernels/compress.cuh).
@@ -95,7 +111,8 @@ Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
   return d;
 }
 
-// Grid (R, ⌈H/G⌉, S), kernels/sparse_attention.cuh: G heads a block share each key read; decode phases
+// Prefill phases in bf16 (prefill_attention): grid (R, ⌈H/16⌉), kernels/sparse_attention_prefill.cuh.
+// Else grid (R, ⌈H/G⌉, S), kernels/sparse_attention.cuh: G heads a block share each key read; decode phases
 // split a row's key slots over S blocks (whole tiles each, within the kernel's partial arrays), larger
 // phases take a block an (row, group) over every key with G = 8. At decode each G of 2, 4, 8 gets the
 // most splits that keep the launch within kAttnTargetBlocks (one wave: a second wave of a few blocks
@@ -105,6 +122,15 @@ Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env)
   const int64_t heads = call.constant("heads"), dh = call.constant("head_dim");
   const int64_t window = call.constant("window"), topk = call.constant("topk");
   const int64_t rows = std::max<int64_t>(1, env.rows);
+  if (prefill_attention(call, env, dh)) {
+    LaunchDims d;
+    d.block = kThreads;
+    d.grid[0] = rows;
+    d.grid[1] = ceil_div(heads, kPrefillHeads);
+    d.dynamic_shared = prefill_shared(dh);
+    d.bounds.push_back({"sparse_attention shared memory", kAttnStaticShared + d.dynamic_shared, 0});
+    return d;
+  }
   const int64_t tiles = ceil_div(window + topk, kAttnTile);
   int64_t group = std::min(heads, kAttnMaxGroup), splits = 1;
   if (rows <= kAttnSplitRows) {

@@ -4,6 +4,10 @@
 // key once for all of them, and at decode a row's keys are split over blocks whose partial results
 // (running max, sum, accumulator) one block combines.
 //
+// Phases of more than 16 rows with bf16 activations, ring and cache run the tensor-core path of
+// kernels/sparse_attention_prefill.cuh instead (its own grid and shared memory); what follows is the
+// CUDA-core path of every other call.
+//
 // Launch (common/kernel_launch_attention.cpp): grid (R, ⌈H/G⌉, S), 256 threads a block; G (heads a
 // block, at most kMaxGroup) and S (splits of the keys) come from the launch, the kernel reads them
 // from gridDim (G = ⌈H / gridDim.y⌉). Dynamic shared memory: 4·(kTile·(Dp + 4) + G·Dp) bytes (a tile
@@ -29,8 +33,8 @@
 // rounded through the ring's FP8 format, as the ring will hold them (the CPU rounds them the same way).
 #pragma once
 
-#include "cache_rows.cuh"
-#include "kernel_abi.cuh"
+#include "sparse_attention_prefill.cuh"
+#include "sparse_attention_rows.cuh"
 
 namespace dsv41k {
 namespace sparse_attention_detail {
@@ -46,7 +50,7 @@ __device__ constexpr long long dynamic_shared_bytes(long long dh, long long grou
 }
 
 #ifndef DSV41_CONTRACT_SCAN
-enum : int { KEY_NONE = -1, KEY_KV = 0, KEY_RING = 1, KEY_CACHE = 2 };
+using namespace sparse_attention_rows;
 
 // Split launches' partial results, (r·H + h)·S + s: the accumulator, and (max, sum).
 template <long long Dh>
@@ -186,6 +190,11 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   using namespace sparse_attention_detail;
   constexpr int H = static_cast<int>(heads), Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window),
                 K = static_cast<int>(topk);
+  if constexpr (sparse_attention_prefill::takes(dtype_kv, dtype_ring, head_dim)) {
+    if (rows > sparse_attention_prefill::kDecodeRows)  // the tensor-core path (its own launch)
+      return sparse_attention_prefill::attend<H, Dh, Wn, K, format_sink>(
+          rows, statics, errors, q, kv, ring, ring_rows, cache, cache_rows, selected, sink, scale, out);
+  }
   constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
   constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
   // Key loads a thread has in flight while filling a tile: all of a tile's at Dh 512 for bf16 rows (one
@@ -222,19 +231,12 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
     zero_out();
     return;
   }
-  const int slot = row_slot(statics, r);
-  if (slot < 0) return zero_out();
-  const long long p = row_position(statics, r), f = row_first(statics, r);
-  const bool consistent = p >= 0 && f >= 0 && f <= r && row_slot(statics, f) == slot &&
-                          p - row_position(statics, f) == r - f && slot_in(slot, ring) && slot_in(slot, cache);
-  if (!consistent || ring_rows < Wn) {
-    if (tid == 0 && s == 0) report_error(errors, consistent ? ERR_CAPACITY : ERR_STATICS);
+  RowKeys rk;
+  const int row_state = row_keys<Wn>(statics, r, kv, ring, ring_rows, cache, cache_rows, rk);
+  if (row_state != ROW_ATTEND) {
+    if (row_state != ROW_INACTIVE && tid == 0 && s == 0) report_error(errors, row_state);
     return zero_out();
   }
-  const long long p0 = row_position(statics, f);
-  const long long nw = p + 1 < Wn ? p + 1 : Wn, t0 = p - nw + 1;
-  const char* kvb = static_cast<const char*>(kv);
-  const char* ringb = slot_base(ring, slot);
 
   for (int i = tid; i < gc * Dp; i += kThreads) {
     const int d = i % Dp;
@@ -256,24 +258,9 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
     if (tid < kTile) {
       const int j = base + tid;
       const char* kr = nullptr;
-      int kind = KEY_NONE;
-      if (j < hi && j < Wn) {
-        if (j < nw) {
-          const long long t = t0 + j;
-          kind = t >= p0 ? KEY_KV : KEY_RING;
-          kr = t >= p0 ? kvb + (f + (t - p0)) * kRowBytes : ringb + (t % ring_rows) * kRingRowBytes;
-        }
-      } else if (j < hi) {
-        if constexpr (K > 0) {
-          const int e = static_cast<const int*>(selected)[r * K + (j - Wn)];
-          if (e != -1 && (e < 0 || e >= cache_rows)) {
-            if (blockIdx.y == 0) report_error(errors, ERR_SELECTION);
-          } else if (e != -1) {
-            kind = KEY_CACHE;
-            kr = slot_base(cache, slot) + e * kCacheRowBytes;
-          }
-        }
-      }
+      const int kind = j < hi ? key_at<Wn, K, kRowBytes, kRingRowBytes, kCacheRowBytes>(rk, r, j, selected, errors,
+                                                                                        blockIdx.y == 0, kr)
+                              : KEY_NONE;
       key_row[tid] = kr;
       key_kind[tid] = kind;
       live = kind != KEY_NONE;

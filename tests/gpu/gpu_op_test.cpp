@@ -474,6 +474,45 @@ TEST(GpuOps, IndexSelectAtTheCachesEndMatchesTheCpuOp) {
   std::printf("index_select at the caches' end: %d cases\n", checked);
 }
 
+// sparse_attention's tensor-core path (kernels/sparse_attention_prefill.cuh) at the release shapes:
+// world 2 rank 0 (32 heads: two head groups; Dh 512, window 128, topk 0 and 512) in a ragged 100-row
+// prefill segment with bf16 caches, and the official caches' CUDA-core path in the same segment. The
+// tiny fixture's prefill phases check the tensor-core path at Dh 64 and with head groups of fewer than 16.
+TEST(GpuOps, ReleasePrefillAttentionMatchesTheCpuOp) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  constexpr int64_t kRows = 100;
+  auto inputs = synth_inputs("dsv41-release", SynthFormat::Release, 8);
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  const std::set<std::string> ops = {"sparse_attention"};
+  std::map<std::string, Case> cases;
+  std::set<std::string> without_kernel;
+  for (CacheFormat format : {CacheFormat::BF16, CacheFormat::Official}) {
+    ServingSettings settings;
+    settings.prefill_rows = {kRows};
+    settings.cache_format = format;
+    auto r = plan_lists(*inputs, "release prefill attention", 2, 0, settings, s.target, without_kernel);
+    ASSERT_TRUE(r.is_ok()) << "release world 2 rank 0: " << r.status().message();
+    std::vector<size_t> phases;
+    for (size_t p = 0; p < (*r)->calls.phases.size(); ++p)
+      if ((*r)->calls.phases[p].kind != PhaseKind::Decode && (*r)->calls.phases[p].rows == kRows) phases.push_back(p);
+    collect(cases, *r, phases, &ops, [](const Case& a, const Case& b) { return case_weights(a) < case_weights(b); });
+  }
+  report_without_kernel(without_kernel);
+  if (!env_text("DSV41_GPU_FILTER")) {
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [](const auto& kv) {
+      return kv.first.find("topk=512") != std::string::npos && kv.first.find("=packed") == std::string::npos;
+    })) << "no bf16-cache case with selected entries";
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(),
+                            [](const auto& kv) { return kv.first.find("=packed") != std::string::npos; }))
+        << "no official-cache case";
+  }
+  const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  EXPECT_EQ(checked, static_cast<int>(cases.size()));
+  std::printf("sparse_attention in a %lld-row release prefill segment: %d variants\n", static_cast<long long>(kRows),
+              checked);
+}
+
 TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
