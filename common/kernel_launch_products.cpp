@@ -23,8 +23,8 @@ LaunchDims gemv_grid(int64_t columns, const CallEnv& env) {
 
 // kernels/linear.cuh tiled_takes: above 16 rows, bf16 x, a weight format the tile decodes, K (n) of
 // whole 32-column steps and every 128-column tile within one x range run the tiled tensor-core GEMM:
-// grid (ceil(R / 64), ceil(columns / 128)), two stages of the 64 x 128 x 32 bf16 tile in dynamic shared.
-constexpr int64_t kTileRows = 64, kTileCols = 128, kTileK = 32;
+// grid (ceil(R / 128), ceil(columns / 128)), four stages of the 128 x 128 x 32 bf16 tile in dynamic shared.
+constexpr int64_t kTileRows = 128, kTileCols = 128, kTileK = 32;
 
 bool tiled(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
   if (env.rows <= 16 || n % kTileK != 0 || !one_x_range) return false;
@@ -41,7 +41,7 @@ LaunchDims product_grid(const Call& call, const CallEnv& env, int64_t columns, i
   d.block = 256;
   d.grid[0] = ceil_div(env.rows, kTileRows);
   d.grid[1] = ceil_div(columns, kTileCols);
-  d.dynamic_shared = kGemmSmemBytes;
+  d.dynamic_shared = kWideGemmSmemBytes;
   return d;
 }
 
