@@ -9,8 +9,8 @@ namespace dsv41 {
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Dynamic shared memory of the tiled tensor-core GEMM (kernels/gemm_tile.cuh smem_bytes): stages of a
-// BM-row A tile and a 128-row B tile, 32 + 8 bf16 a row; the experts' 64-row tile in three stages, the
-// products' 128-row tile in four.
+// BM-row A tile and a 128-row B tile, 32 + 8 bf16 a row; the 64-row tile (experts, FP8 / FP4 products)
+// in three stages, the 128-row one (BF16 products) in four.
 constexpr int64_t kGemmSmemBytes = 3 * (64 + 128) * (32 + 8) * 2;
 constexpr int64_t kWideGemmSmemBytes = 4 * (128 + 128) * (32 + 8) * 2;
 

@@ -1,9 +1,10 @@
 // kernels/gemm_tile.cuh — the tiled tensor-core product of prefill-sized phases: one block of 256
 // threads computes a BM x 128 tile of C = A·Bᵀ (A: up to BM bf16 activation rows, gathered by the
 // caller; B: up to 128 weight rows in their stored format) over K in steps of 32, fp32 accumulation.
-// BM is 64 for the routed and the shared experts (kernels/moe_prefill.cuh: an expert's rows are few)
-// and 128 for the products above kGemvRows rows (kernels/linear.cuh: twice the MMAs a decoded or copied
-// weight element, and a warp's 64 x 32 takes 16 MMAs for 6 fragment loads a K half-step).
+// BM (tile_rows) is 128 for BF16 weights in the products above kGemvRows rows (kernels/linear.cuh: the
+// head; twice the MMAs a copied weight element, and a warp's 64 x 32 takes 16 MMAs for 6 fragment loads
+// a K half-step), else 64: the experts (kernels/moe_prefill.cuh: an expert's rows are few) and the
+// FP8 / FP4 products (narrow ones would leave SMs idle at 128 rows; the op tests cover both tiles).
 //
 // Weights are decoded to exact bf16 on their way into shared memory (BF16 as stored; e4m3 / e2m1 codes
 // times their UE8M0 scale, a power of two: kernels/gemv_mma.cuh), so the MMA's products are exact and
@@ -36,6 +37,9 @@ __device__ constexpr int stages(int bm) { return bm == kWideBM ? 4 : 3; }
 __device__ constexpr int stage_halves(int bm) { return (bm + kBN) * kStride; }
 __device__ constexpr int smem_bytes(int bm) { return stages(bm) * stage_halves(bm) * 2; }
 constexpr int kGemmSmemBytes = smem_bytes(kBM);
+
+// The tile rows of the products above kGemvRows rows (kernels/linear.cuh) by weight format (file comment).
+__device__ constexpr int tile_rows(int format_w) { return format_w == WF_BF16 ? kWideBM : kBM; }
 
 // Whether a weight format is decoded by the tile loader (the MMA formats of gemv_mma.cuh).
 __device__ constexpr bool tile_takes(int format_w) { return gemv_detail::mma_takes(DT_BF16, format_w); }

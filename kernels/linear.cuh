@@ -6,9 +6,9 @@
 // the head's vocabulary rows (different on each rank) share one variant. Shapes the streaming path
 // does not take (f32 weights, rows not of whole 16-byte chunks) run the warp-per-column loop below
 // over the same grid. Phases above kGemvRows rows with bf16 x, BF16/FP8/FP4 weights and K of whole
-// 32-column steps (tiled_takes) run the tiled tensor-core GEMM of kernels/gemm_tile.cuh instead, its
-// 128-row tile: grid (ceil(R / 128), ceil(out_features / 128)), gemm_tile::smem_bytes(kWideBM) of
-// dynamic shared memory.
+// 32-column steps (tiled_takes) run the tiled tensor-core GEMM of kernels/gemm_tile.cuh instead: grid
+// (ceil(R / BM), ceil(out_features / 128)) with BM = gemm_tile::tile_rows(format_w) (128 for BF16
+// weights, else 64), gemm_tile::smem_bytes(BM) of dynamic shared memory.
 #pragma once
 
 #include "gemm_tile.cuh"
@@ -99,7 +99,7 @@ __device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scrat
   }
 }
 
-// One block of the tiled grid (rows 128·blockIdx.x.., columns 128·blockIdx.y..): the tensor-core tile
+// One block of the tiled grid (rows BM·blockIdx.x.., columns 128·blockIdx.y..): the tensor-core tile
 // where x is 16-byte aligned (rows of whole chunks: n % 32 == 0 already), else warp_rows_dot over the
 // same rows and columns.
 template <int dtype_x, int format_w, int dtype_out, class X0>
@@ -107,7 +107,7 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
                                             Weight w, long long n, Scratch out, long long out_width,
                                             long long columns) {
   using gemm_tile::BRow;
-  constexpr int BM = gemm_tile::kWideBM, BN = gemm_tile::kBN;
+  constexpr int BM = gemm_tile::tile_rows(format_w), BN = gemm_tile::kBN;
   extern __shared__ __align__(16) unsigned char dyn_smem[];
   const long long row0 = static_cast<long long>(blockIdx.x) * BM, col0 = static_cast<long long>(blockIdx.y) * BN;
   if (row0 >= rows || col0 >= columns) return;
