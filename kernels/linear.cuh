@@ -8,7 +8,8 @@
 // over the same grid. Phases above kGemvRows rows with bf16 x, BF16/FP8/FP4 weights and K of whole
 // 32-column steps (tiled_takes) run the tiled tensor-core GEMM of kernels/gemm_tile.cuh instead: grid
 // (ceil(R / BM), ceil(out_features / 128)) with BM = gemm_tile::tile_rows(format_w) (128 for BF16
-// weights, else 64), gemm_tile::smem_bytes(BM) of dynamic shared memory.
+// weights, else 64), common/kernel_launch_ops.h's kWideGemmSmemBytes or kGemmSmemBytes of dynamic shared
+// memory (the most gemm_tile::smem_bytes needs at those rows).
 #pragma once
 
 #include "gemm_tile.cuh"
@@ -99,10 +100,10 @@ __device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scrat
   }
 }
 
-// One block of the tiled grid (rows BM·blockIdx.x.., columns 128·blockIdx.y..): the tensor-core tile
-// where x is 16-byte aligned (rows of whole chunks: n % 32 == 0 already), else warp_rows_dot over the
-// same rows and columns.
-template <int dtype_x, int format_w, int dtype_out, class X0>
+// One block of the tiled grid (rows BM·blockIdx.x.., columns 128·blockIdx.y..): the tensor-core tile in
+// K steps of BK (gemm_tile::tile_k of n) where x is 16-byte aligned (rows of whole chunks: n % 32 == 0
+// already), else warp_rows_dot over the same rows and columns.
+template <int dtype_x, int format_w, int dtype_out, int BK, class X0>
 __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                             Weight w, long long n, Scratch out, long long out_width,
                                             long long columns) {
@@ -116,7 +117,7 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
   if ((reinterpret_cast<unsigned long long>(x) & 15) == 0 && x_width % 8 == 0 && x0 % 8 == 0) {
     const int a_rows = rows - row0 < BM ? static_cast<int>(rows - row0) : BM;
     const int b_rows = columns - col0 < BN ? static_cast<int>(columns - col0) : BN;
-    gemm_tile::gemm<format_w, BM>(
+    gemm_tile::gemm<format_w, BM, BK>(
         reinterpret_cast<unsigned short*>(dyn_smem), a_rows,
         [&](int i) { return xs + (row0 + i) * x_width + x0; }, b_rows, [&](int j) { return BRow{w, col0 + j}; }, n,
         [&](int i, int j, float v0, float v1) {
@@ -140,15 +141,17 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
 // faster on CUDA cores; else the CUDA-core body (compiled for
 // the tensor-core variants only with BF16 weights: NVRTC time), else (f32 weights, rows not of whole
 // 16-byte chunks, unaligned buffers) the warp-per-column loop.
-// kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs.
-template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, class X0>
+// kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs, in K
+// steps of kTileK (gemm_tile::tile_k).
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, int kTileK, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
                                               long long columns) {
   using namespace gemv_detail;
   if constexpr (kTiled) {
     if (rows > kGemvRows) {
-      tiled_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns);
+      tiled_block<dtype_x, format_w, dtype_out, kTileK>(rows, statics, x, x_width, x0_of, w, n, out, out_width,
+                                                        columns);
       return;
     }
   }
@@ -184,7 +187,8 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
   linear_detail::product_block<dtype_x, format_w, dtype_out, true,
-                               linear_detail::tiled_takes(dtype_x, format_w, in_features, true)>(
+                               linear_detail::tiled_takes(dtype_x, format_w, in_features, true),
+                               gemm_tile::tile_k(format_w, in_features)>(
       rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
 #endif
 }
