@@ -32,7 +32,7 @@ int64_t expert_shared(const Call& call, int64_t choices) {
 }
 
 // kernels/moe_prefill.cuh: above kMoeRows rows, at least kPrefillBlocks blocks claiming work items (the
-// per-row fallback strides over the rows), with two stages of gemm_tile.cuh's 64 x 128 x 32 bf16 tile.
+// per-row fallback strides over the rows), with three stages of gemm_tile.cuh's 64 x 128 x 32 bf16 tile.
 constexpr int64_t kPrefillBlocks = 264;
 
 LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {

@@ -8,9 +8,11 @@ namespace dsv41 {
 // ceil(a / b) for a >= 0, b > 0.
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Dynamic shared memory of the tiled tensor-core GEMM (kernels/gemm_tile.cuh kGemmSmemBytes): two
-// stages of a 64-row A tile and a 128-row B tile, 32 + 8 bf16 a row.
-constexpr int64_t kGemmSmemBytes = 2 * (64 + 128) * (32 + 8) * 2;
+// Dynamic shared memory of the tiled tensor-core GEMM (kernels/gemm_tile.cuh smem_bytes): stages of a
+// BM-row A tile and a 128-row B tile, 32 + 8 bf16 a row; the 64-row tile (experts, FP8 / FP4 products)
+// in three stages, the 128-row one (BF16 products) in four.
+constexpr int64_t kGemmSmemBytes = 3 * (64 + 128) * (32 + 8) * 2;
+constexpr int64_t kWideGemmSmemBytes = 4 * (128 + 128) * (32 + 8) * 2;
 
 // The two common shapes: one block of `threads` per phase row, or one thread per element.
 inline LaunchDims one_block_per_row(const CallEnv& env, int64_t threads) {

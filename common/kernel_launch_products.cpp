@@ -23,25 +23,31 @@ LaunchDims gemv_grid(int64_t columns, const CallEnv& env) {
 
 // kernels/linear.cuh tiled_takes: above 16 rows, bf16 x, a weight format the tile decodes, K (n) of
 // whole 32-column steps and every 128-column tile within one x range run the tiled tensor-core GEMM:
-// grid (ceil(R / 64), ceil(columns / 128)), two stages of the 64 x 128 x 32 bf16 tile in dynamic shared.
-constexpr int64_t kTileRows = 64, kTileCols = 128, kTileK = 32;
+// grid (ceil(R / BM), ceil(columns / 128)); BM (kernels/gemm_tile.cuh tile_rows) 128 for BF16 weights, in
+// four stages of dynamic shared memory, else 64 in three.
+constexpr int64_t kTileCols = 128, kTileK = 32;
 
-bool tiled(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
-  if (env.rows <= 16 || n % kTileK != 0 || !one_x_range) return false;
+// The weight format when the tiled GEMM takes the call, else nothing.
+std::optional<WeightFormat> tiled(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
+  if (env.rows <= 16 || n % kTileK != 0 || !one_x_range) return std::nullopt;
   const BufferDecl* x = env.buffer ? env.buffer(call.arg("x")) : nullptr;
   const std::optional<WeightFormat> f = env.weight_format ? env.weight_format(call.arg("w").ints[0]) : std::nullopt;
-  return x && x->dtype == DType::BF16 && f &&
-         (*f == WeightFormat::BF16 || *f == WeightFormat::FP8Tile32 || *f == WeightFormat::FP8Row32 ||
-          *f == WeightFormat::FP4Row32);
+  if (!x || x->dtype != DType::BF16 || !f) return std::nullopt;
+  if (*f == WeightFormat::BF16 || *f == WeightFormat::FP8Tile32 || *f == WeightFormat::FP8Row32 ||
+      *f == WeightFormat::FP4Row32)
+    return f;
+  return std::nullopt;
 }
 
 LaunchDims product_grid(const Call& call, const CallEnv& env, int64_t columns, int64_t n, bool one_x_range) {
-  if (!tiled(call, env, n, one_x_range)) return gemv_grid(columns, env);
+  const std::optional<WeightFormat> f = tiled(call, env, n, one_x_range);
+  if (!f) return gemv_grid(columns, env);
+  const bool wide = *f == WeightFormat::BF16;
   LaunchDims d;
   d.block = 256;
-  d.grid[0] = ceil_div(env.rows, kTileRows);
+  d.grid[0] = ceil_div(env.rows, wide ? 128 : 64);
   d.grid[1] = ceil_div(columns, kTileCols);
-  d.dynamic_shared = kGemmSmemBytes;
+  d.dynamic_shared = wide ? kWideGemmSmemBytes : kGemmSmemBytes;
   return d;
 }
 

@@ -24,7 +24,8 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   linear_detail::product_block<
       dtype_x, format_w, dtype_out, out_per_group % gemv_detail::kGemvGroup == 0,
       linear_detail::tiled_takes(dtype_x, format_w, in_per_group,
-                                 groups == 1 || out_per_group % gemm_tile::kBN == 0)>(
+                                 groups == 1 || out_per_group % gemm_tile::kBN == 0),
+      gemm_tile::tile_k(format_w, in_per_group)>(
       rows, statics, x, in_width, [](long long col) { return (col / out_per_group) * in_per_group; }, w,
       in_per_group, out, out_width, out_width);
 #endif

@@ -7,7 +7,9 @@
 // does not take (f32 weights, rows not of whole 16-byte chunks) run the warp-per-column loop below
 // over the same grid. Phases above kGemvRows rows with bf16 x, BF16/FP8/FP4 weights and K of whole
 // 32-column steps (tiled_takes) run the tiled tensor-core GEMM of kernels/gemm_tile.cuh instead: grid
-// (ceil(R / 64), ceil(out_features / 128)), gemm_tile::kGemmSmemBytes of dynamic shared memory.
+// (ceil(R / BM), ceil(out_features / 128)) with BM = gemm_tile::tile_rows(format_w) (128 for BF16
+// weights, else 64), common/kernel_launch_ops.h's kWideGemmSmemBytes or kGemmSmemBytes of dynamic shared
+// memory (the most gemm_tile::smem_bytes needs at those rows).
 #pragma once
 
 #include "gemm_tile.cuh"
@@ -98,24 +100,24 @@ __device__ __forceinline__ void fallback_block(Rows rows, Statics statics, Scrat
   }
 }
 
-// One block of the tiled grid (rows 64·blockIdx.x.., columns 128·blockIdx.y..): the tensor-core tile
-// where x is 16-byte aligned (rows of whole chunks: n % 32 == 0 already), else warp_rows_dot over the
-// same rows and columns.
-template <int dtype_x, int format_w, int dtype_out, class X0>
+// One block of the tiled grid (rows BM·blockIdx.x.., columns 128·blockIdx.y..): the tensor-core tile in
+// K steps of BK (gemm_tile::tile_k of n) where x is 16-byte aligned (rows of whole chunks: n % 32 == 0
+// already), else warp_rows_dot over the same rows and columns.
+template <int dtype_x, int format_w, int dtype_out, int BK, class X0>
 __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                             Weight w, long long n, Scratch out, long long out_width,
                                             long long columns) {
   using gemm_tile::BRow;
+  constexpr int BM = gemm_tile::tile_rows(format_w), BN = gemm_tile::kBN;
   extern __shared__ __align__(16) unsigned char dyn_smem[];
-  const long long row0 = static_cast<long long>(blockIdx.x) * gemm_tile::kBM,
-                  col0 = static_cast<long long>(blockIdx.y) * gemm_tile::kBN;
+  const long long row0 = static_cast<long long>(blockIdx.x) * BM, col0 = static_cast<long long>(blockIdx.y) * BN;
   if (row0 >= rows || col0 >= columns) return;
   const long long x0 = x0_of(col0);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
   if ((reinterpret_cast<unsigned long long>(x) & 15) == 0 && x_width % 8 == 0 && x0 % 8 == 0) {
-    const int a_rows = rows - row0 < gemm_tile::kBM ? static_cast<int>(rows - row0) : gemm_tile::kBM;
-    const int b_rows = columns - col0 < gemm_tile::kBN ? static_cast<int>(columns - col0) : gemm_tile::kBN;
-    gemm_tile::gemm<format_w>(
+    const int a_rows = rows - row0 < BM ? static_cast<int>(rows - row0) : BM;
+    const int b_rows = columns - col0 < BN ? static_cast<int>(columns - col0) : BN;
+    gemm_tile::gemm<format_w, BM, BK>(
         reinterpret_cast<unsigned short*>(dyn_smem), a_rows,
         [&](int i) { return xs + (row0 + i) * x_width + x0; }, b_rows, [&](int j) { return BRow{w, col0 + j}; }, n,
         [&](int i, int j, float v0, float v1) {
@@ -127,8 +129,8 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
         });
     return;
   }
-  for (int cb = threadIdx.x >> 5; cb < gemm_tile::kBN && col0 + cb < columns; cb += gemv_detail::kGemvWarps)
-    for (long long r = row0; r < row0 + gemm_tile::kBM && r < rows; r += kRowsPerWarp)
+  for (int cb = threadIdx.x >> 5; cb < BN && col0 + cb < columns; cb += gemv_detail::kGemvWarps)
+    for (long long r = row0; r < row0 + BM && r < rows; r += kRowsPerWarp)
       warp_rows_dot<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of(col0 + cb), w, col0 + cb, n, out,
                                                   out_width, col0 + cb, r);
 }
@@ -139,15 +141,17 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
 // faster on CUDA cores; else the CUDA-core body (compiled for
 // the tensor-core variants only with BF16 weights: NVRTC time), else (f32 weights, rows not of whole
 // 16-byte chunks, unaligned buffers) the warp-per-column loop.
-// kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs.
-template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, class X0>
+// kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs, in K
+// steps of kTileK (gemm_tile::tile_k).
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, int kTileK, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
                                               long long columns) {
   using namespace gemv_detail;
   if constexpr (kTiled) {
     if (rows > kGemvRows) {
-      tiled_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns);
+      tiled_block<dtype_x, format_w, dtype_out, kTileK>(rows, statics, x, x_width, x0_of, w, n, out, out_width,
+                                                        columns);
       return;
     }
   }
@@ -183,7 +187,8 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
   linear_detail::product_block<dtype_x, format_w, dtype_out, true,
-                               linear_detail::tiled_takes(dtype_x, format_w, in_features, true)>(
+                               linear_detail::tiled_takes(dtype_x, format_w, in_features, true),
+                               gemm_tile::tile_k(format_w, in_features)>(
       rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
 #endif
 }

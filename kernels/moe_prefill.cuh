@@ -226,7 +226,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
         s_weight[threadIdx.x] = p >= 0 && ids ? choice_weight[p] : 1.0f;
       }
       __syncthreads();
-      gemm_tile::gemm<fw1>(
+      gemm_tile::gemm<fw1, gemm_tile::kBM, gemm_tile::kBK>(
           smem, tile_rows(s0, s_end),
           [&](int i) { return xs + static_cast<long long>(s_pair[i] / K) * D; },
           2 * static_cast<int>(min_ll(kActCols, F - static_cast<long long>(ct) * kActCols)),
@@ -259,7 +259,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
       s_weight[threadIdx.x] = base ? 1.0f : 0.0f;
     }
     __syncthreads();
-    gemm_tile::gemm<fw2>(
+    gemm_tile::gemm<fw2, gemm_tile::kBM, gemm_tile::kBK>(
         smem, tile_rows(s0, s_end), [&](int i) { return act + static_cast<long long>(s0 + i) * F; },
         static_cast<int>(min_ll(kBN, D - static_cast<long long>(ct) * kBN)),
         [&](int jj) { return BRow{w2, static_cast<long long>(ct) * kBN + jj}; },

@@ -20,6 +20,7 @@
 // winner in every lane; no block barrier). The last block gathers the table with every load in flight.
 #pragma once
 
+#include "cp_async.cuh"
 #include "last_block.cuh"
 
 namespace dsv41k {
@@ -36,16 +37,6 @@ __device__ constexpr long long static_shared_bytes(long long e) { return 9 * e +
 template <long long E>
 __device__ float g_scores[kRouterRows * 2 * E];
 __device__ unsigned g_finished[kRouterRows];
-
-__device__ __forceinline__ void cp_async16(void* shared, const void* global) {
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 // The logit of expert e0 + e' for lane 8·e' + k: the CPU's dot of gate row e0 + e' with xs (rows at or
 // past E are not read; their lanes' results mean nothing). Every lane of the warp must call it.

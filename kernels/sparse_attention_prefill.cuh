@@ -1,7 +1,7 @@
 // kernels/sparse_attention_prefill.cuh — sparse_attention of prefill-sized phases on tensor cores
 // (docs/ops.md "sparse_attention"): the heads of one row share every key (one kv head), so a block takes
 // a row and 16 of its heads as the 16 rows of mma.sync m16n8k16 and walks the row's key slots in tiles
-// of 32 keys (two stages of cp.async copies, router.cuh's), flash-attention style: logits Q·Kᵀ, an online
+// of 32 keys (two stages of cp.async copies, cp_async.cuh), flash-attention style: logits Q·Kᵀ, an online
 // softmax, O += P·V (V = K).
 //
 // Taken (kernels/sparse_attention.cuh's entry; common/kernel_launch_attention.cpp decides the same) by
@@ -20,8 +20,8 @@
 // when no key and the sink alone).
 #pragma once
 
+#include "cp_async.cuh"
 #include "gemm_tile.cuh"
-#include "router.cuh"
 #include "sparse_attention_rows.cuh"
 
 namespace dsv41k {
@@ -96,9 +96,9 @@ __device__ __forceinline__ void load_tile(unsigned short* tile, const char* cons
     if (key_kind[key] == KEY_NONE)
       *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
     else
-      router_detail::cp_async16(dst, key_row[key] + 16 * u);
+      cp_async16(dst, key_row[key] + 16 * u);
   }
-  router_detail::cp_async_commit();
+  cp_async_commit();
 }
 
 // One block: row r, heads h0 .. h0 + gc − 1 (gc ≤ kHeads).
@@ -171,9 +171,9 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
                                           key_kind + (stage ^ 1) * kKeys);
     if (next < kSlots) {
       load_tile<Dh>(keys + (stage ^ 1) * kKeys * KS, key_row + (stage ^ 1) * kKeys, key_kind + (stage ^ 1) * kKeys);
-      router_detail::cp_async_wait<1>();
+      cp_async_wait<1>();
     } else {
-      router_detail::cp_async_wait<0>();
+      cp_async_wait<0>();
     }
     __syncthreads();
     const unsigned short* tile = keys + stage * kKeys * KS;

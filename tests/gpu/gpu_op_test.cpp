@@ -248,7 +248,9 @@ void collect_tiny(const ModelInputs& inputs, const std::string& pack, const Targ
     ServingSettings settings;
     settings.context = 256;
     settings.slots = 4;
-    settings.prefill_rows = {2048, 100, 64, 16};  // the tiled products' row classes (row_class)
+    // The tiled products' row classes (row_class): 200 rows are a whole and a ragged tile of linear's 128
+    // rows and of the experts' 64.
+    settings.prefill_rows = {2048, 200, 64, 16};
     settings.activations = activations;
     settings.cache_format = cache_format;
     settings.draft_tokens = draft_tokens;
