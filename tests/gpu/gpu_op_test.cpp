@@ -378,6 +378,37 @@ TEST(GpuOps, BenchGroupedProjectionInAPrefillSegmentMatchesTheCpuOp) {
   EXPECT_EQ(checked, static_cast<int>(cases.size()));
 }
 
+// The bench fixture's experts at world 1 in decode phases of 1, 2 and 8 rows: the sizes at which the
+// grouped path splits its items over blocks (kernels/moe_slices.cuh: the shared expert's gate/up items
+// at every row count, the routed experts' w2 items at 1 and 2 rows); the tiny and release cases never
+// split the routed w2 items. One case a phase, since the variant key is the same at every row count.
+TEST(GpuOps, BenchExpertsSplitOverBlocksMatchTheCpuOps) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  auto inputs = synth_inputs("dsv41-bench", SynthFormat::Release, 1);
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  ServingSettings settings;
+  settings.context = 1024;
+  settings.slots = 8;
+  settings.decode_rows = {1, 2, 8};
+  std::set<std::string> without_kernel;
+  auto r = plan_lists(*inputs, "bench experts", 1, 0, settings, s.target, without_kernel);
+  ASSERT_TRUE(r.is_ok()) << "bench world 1: " << r.status().message();
+  const std::set<std::string> ops = {"moe_experts", "shared_expert"};
+  int checked = 0, cases_seen = 0;
+  for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
+    const Phase& phase = (*r)->calls.phases[p];
+    if (phase.kind != PhaseKind::Decode) continue;
+    std::map<std::string, Case> cases;
+    collect(cases, *r, {p}, &ops, [](const Case&, const Case&) { return false; });
+    cases_seen += static_cast<int>(cases.size());
+    checked += check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  }
+  EXPECT_EQ(checked, cases_seen);
+  if (!env_text("DSV41_GPU_FILTER")) EXPECT_EQ(cases_seen, 6) << "both expert ops at 1, 2 and 8 rows";
+  std::printf("bench experts at 1, 2 and 8 rows: %d cases\n", checked);
+}
+
 // The tiled products of a 100-row prefill segment (tiny, both packs, world 4 rank 3, bf16 activations)
 // with only rows 1-5 active, the first and the last row inactive: every 64-row tile then has whole
 // warps of rows past its operand, the pattern in which the FP8 shared expert's tile loads read address
