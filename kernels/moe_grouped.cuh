@@ -12,10 +12,13 @@
 // block that is running and never waits. The last block to leave resets the counters for the next
 // launch (launches of one module are ordered on its stream).
 //
-// With tensor cores (bf16 activations) the products are gemv_detail::mma_tile's: a phase 1 item's 8
-// warps split K (w1, then w3); a phase 2 item's warps take its experts' jobs side by side (split K,
-// summed in slice order, only while there are fewer jobs than warps), not one expert after another
-// with two block barriers each.
+// With tensor cores (bf16 activations) the products are gemv_detail::mma_tile's: a phase 1 item's warps
+// 0-3 split K of w1 and warps 4-7 that of w3 side by side; a phase 2 item's warps take its experts' jobs
+// side by side (split K, summed in slice order, only while there are fewer jobs than warps). Steps with
+// few items or long chains split them further over blocks (kernels/moe_slices.cuh): phase 1 items into K
+// slices while there are few (the shared expert), phase 2 items into sets of at most 8 jobs (no warp
+// runs two jobs in turn) and, at one or two rows, into K slices; an item's last part to finish sums the
+// parts in a fixed order.
 #pragma once
 
 #include "gemv_mma.cuh"
@@ -89,13 +92,15 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
   // to bf16 already); otherwise as f32 for the CUDA-core products.
   // Variants with tensor cores compile no CUDA-core products (NVRTC time): shapes they cannot take
   // (never for whole 128-column expert shares and aligned buffers) go to the caller's per-row path.
-  int s1 = 1, s2 = 1;  // slices of a phase 1 and a phase 2 item (kernels/moe_slices.cuh)
+  int s1 = 1, s2 = 1, sets = 1;  // slices of a phase 1 and a phase 2 item, phase 2's job sets (moe_slices.cuh)
   if constexpr (kMma) {
     if (!x_chunks || !a_chunks) return false;
     s1 = phase1_slices(groups1, pairs.jobs == leads, kblocks_of<fw1>(D), kWarps);
     s2 = phase2_slices(static_cast<int>(rows) * KK <= kSplitPairs, pairs.jobs, kblocks_of<fw2>(F), kWarps);
+    sets = (pairs.jobs + kWarps - 1) / kWarps;
+    if (sets < 1) sets = 1;
   }
-  const unsigned n1 = groups1 * s1, total = n1 + static_cast<unsigned>(G2 * s2);
+  const unsigned n1 = groups1 * s1, total = n1 + static_cast<unsigned>(G2 * sets * s2);
   float* act = g_act<static_cast<long long>(P) * F>;
   unsigned short* act16 = reinterpret_cast<unsigned short*>(act);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
@@ -194,7 +199,10 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
         }
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
-      const int group = static_cast<int>((item - n1) / s2), slice = static_cast<int>((item - n1) % s2);
+      // Item (group of 16 dims, job set, K slice): sets of at most kWarps jobs, so no warp takes two jobs
+      // one after the other while others idle; one set and one slice: the whole item, as before.
+      const int per_group = sets * s2, i2 = static_cast<int>(item - n1);
+      const int group = i2 / per_group, set = i2 % per_group / s2, slice = i2 % s2;
       const int d0 = group * C;
       // Thread 0 alone polls (a load, not an atomic), then the block barrier.
       if (threadIdx.x == 0) {
@@ -202,54 +210,61 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
         __threadfence();
       }
       __syncthreads();
-      bool finished = true;  // this block writes the item's outputs (its only or its last slice)
+      bool finished = true;  // this block writes the item's outputs (its only or its last part)
       if constexpr (kMma) {
-        // Jobs side by side, split K only while there are fewer jobs than warps; each job's tile sums
-        // straight into part when one warp holds it, else through red in slice order.
-        const int jobs = pairs.jobs, split = jobs == 0 || jobs >= kWarps ? 1 : kWarps / jobs;
-        // Split 1: warp w takes jobs w, w + 8, ... whole; else job w / split, K slice w % split (of this
-        // item's slice). One mma_tile call site (each inlined copy costs registers: two copies took the
-        // shared expert from 128 to 162, one block an SM).
-        const int j0 = split == 1 ? warp : (warp < split * jobs ? warp / split : jobs);
-        for (int j = j0; j < jobs; j += split == 1 ? kWarps : jobs) {
+        // The set's jobs side by side, split K only while there are fewer jobs than warps; each job's tile
+        // sums straight into part when one warp holds it, else through red in slice order.
+        const int jb = set * kWarps, je = pairs.jobs < jb + kWarps ? pairs.jobs : jb + kWarps, nj = je - jb;
+        const int split = nj <= 0 || nj >= kWarps ? 1 : kWarps / nj;
+        // Warp w: job jb + w / split, K slice w % split (of this item's slice). One mma_tile call site
+        // (each inlined copy costs registers: two copies took the shared expert from 128 to 162).
+        const int j = jb + warp / split;
+        if (warp < split * nj) {
           const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);
           const int e = pairs.expert[pairs.lead[li]], count = pairs.start[li + 1] - m0;
           const int nm = count < RB ? count : RB;
           const int* mem = pairs.member + m0;
           mma_tile<fw2, true>(
               act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, ids ? w2l[e] : w2s, F, d0, D,
-              slice * split + (split == 1 ? 0 : warp % split), split * s2, red + warp * T);
-          if (split > 1) break;
-          __syncwarp();  // the warp's partials, written lane by lane, read by every lane
-          for (int t = lane; t < T; t += 32)
-            if (t % RB < nm) part[(t / RB) * P + mem[t % RB]] = red[warp * T + t];
-          __syncwarp();  // before the next job rewrites them
+              slice * split + warp % split, split * s2, red + warp * T);
+          if (split == 1) {
+            __syncwarp();  // the warp's partials, written lane by lane, read by every lane
+            for (int t = lane; t < T; t += 32)
+              if (t % RB < nm) part[(t / RB) * P + mem[t % RB]] = red[warp * T + t];
+          }
         }
         __syncthreads();
         if (split > 1)
-          for (int i = threadIdx.x; i < jobs * T; i += blockDim.x) {
-            const int j = i / T, t = i % T, dl = t / RB, m = t % RB;
-            const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);
+          for (int i = threadIdx.x; i < nj * T; i += blockDim.x) {
+            const int jj = jb + i / T, t = i % T, dl = t / RB, m = t % RB;
+            const int li = pairs.job[jj] >> 16, m0 = pairs.start[li] + (pairs.job[jj] & 65535);
             if (m >= pairs.start[li + 1] - m0) continue;
             float v = 0.0f;
-            for (int k = 0; k < split; ++k) v += red[(j * split + k) * T + t];
+            for (int k = 0; k < split; ++k) v += red[((jj - jb) * split + k) * T + t];
             part[dl * P + pairs.member[m0 + m]] = v;
           }
-        if (s2 > 1) {  // at most kSplitPairs pairs: the slice's partials, then the last slice sums them
-          const int np = static_cast<int>(rows) * KK;
-          constexpr int S = C * kSplitPairs;  // one slice's floats
-          float* mine = g_part2<G2> + (static_cast<long long>(group) * s2 + slice) * S;
+        if (per_group > 1) {
+          // The item's pairs into the group's table (slices of at most kSplitPairs pairs: a row of that
+          // width a slice; sets alone: one row of P, each set its own pairs), then the last part sums
+          // each pair's slices in slice order into part.
+          const int np = static_cast<int>(rows) * KK, pw = s2 > 1 ? kSplitPairs : P;
+          float* table = g_part2<G2 * C * kPart2Width<P>> + static_cast<long long>(group) * s2 * C * pw;
           __syncthreads();
-          for (int i = threadIdx.x; i < C * np; i += blockDim.x)
-            if (pairs.expert[i % np] >= 0) mine[(i / np) * kSplitPairs + i % np] = part[(i / np) * P + i % np];
-          finished = last_block_of_row(&g_count2<G2>[group], static_cast<unsigned>(s2));
+          for (int i = threadIdx.x; i < nj * T; i += blockDim.x) {
+            const int jj = jb + i / T, t = i % T, dl = t / RB, m = t % RB;
+            const int li = pairs.job[jj] >> 16, m0 = pairs.start[li] + (pairs.job[jj] & 65535);
+            if (m >= pairs.start[li + 1] - m0) continue;
+            const int pr = pairs.member[m0 + m];
+            table[(slice * C + dl) * pw + pr] = part[dl * P + pr];
+          }
+          finished = last_block_of_row(&g_count2<G2>[group], static_cast<unsigned>(per_group));
           if (finished)
             for (int i = threadIdx.x; i < C * np; i += blockDim.x) {
-              if (pairs.expert[i % np] < 0) continue;
-              const float* all = g_part2<G2> + static_cast<long long>(group) * s2 * S + (i / np) * kSplitPairs + i % np;
+              const int dl = i / np, pr = i % np;
+              if (pairs.expert[pr] < 0) continue;
               float v = 0.0f;
-              for (int k = 0; k < s2; ++k) v += __ldcg(all + k * S);
-              part[(i / np) * P + i % np] = v;
+              for (int k = 0; k < s2; ++k) v += __ldcg(table + (k * C + dl) * pw + pr);
+              part[dl * P + pr] = v;
             }
         }
       }

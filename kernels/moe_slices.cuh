@@ -44,23 +44,25 @@ __device__ __forceinline__ int phase1_slices(unsigned groups, bool one_tile, int
   return s < 1 ? 1 : s;
 }
 
-// Slices of each phase 2 item with `jobs` jobs of `kblocks` K blocks on `warps` warps (a job whole on a
-// warp from `warps` jobs on, else split over warps / jobs warps, as moe_grouped.cuh runs them).
+// Slices of each phase 2 item whose job set (at most `warps` of the step's `jobs` jobs) has `kblocks` K
+// blocks a job: a job whole on a warp, or split over warps / jobs warps (as moe_grouped.cuh runs them).
 __device__ __forceinline__ int phase2_slices(bool few_pairs, int jobs, int kblocks, int warps) {
   if (!few_pairs || jobs == 0) return 1;
-  const int split = jobs >= warps ? 1 : warps / jobs;
-  const int chain = kblocks * ((jobs + warps - 1) / warps) / split;
+  const int chain = kblocks / (warps / (jobs < warps ? jobs : warps));
   const int s = chain / kSliceChain;
   return s < 1 ? 1 : (s > kMaxSlices2 ? kMaxSlices2 : s);
 }
 
-// The slices' partials and each item's count of arrived slices (reset by its last slice). Phase 1:
-// [item][gate, then up][16 columns · 16 members], at most kSliceItems items; phase 2: [output group]
-// [slice][16 dims][pair].
+// The parts' partials and each item's count of arrived parts (reset by its last part). Phase 1:
+// [item][gate, then up][16 columns · 16 members], at most kSliceItems items. Phase 2, per group of 16
+// output dims: [slice][16 dims][kSplitPairs pairs] when sliced, else [16 dims][P pairs] that its job sets
+// fill side by side; kPart2Width<P> floats a dim either way.
 __device__ __align__(16) float g_part1[kSliceItems * 2 * kMoeCols * kMoeRows];
 __device__ unsigned g_count1[kSliceItems / 2];
-template <int G>
-__device__ __align__(16) float g_part2[G * kMaxSlices2 * kMoeCols * kSplitPairs];
+template <int P>
+constexpr int kPart2Width = P > kMaxSlices2 * kSplitPairs ? P : kMaxSlices2 * kSplitPairs;
+template <long long N>
+__device__ __align__(16) float g_part2[N];
 template <int G>
 __device__ unsigned g_count2[G];
 
