@@ -15,10 +15,9 @@
 // With tensor cores (bf16 activations) the products are gemv_detail::mma_tile's: a phase 1 item's warps
 // 0-3 split K of w1 and warps 4-7 that of w3 side by side; a phase 2 item's warps take its experts' jobs
 // side by side (split K, summed in slice order, only while there are fewer jobs than warps). Steps with
-// few items or long chains split them further over blocks (kernels/moe_slices.cuh): phase 1 items into K
-// slices while there are few (the shared expert), phase 2 items into sets of at most 8 jobs (no warp
-// runs two jobs in turn) and, at one or two rows, into K slices; an item's last part to finish sums the
-// parts in a fixed order.
+// few items or many jobs split them further over blocks (kernels/moe_slices.cuh): phase 1 items into K
+// slices while there are few (the release share's shared expert), phase 2 items into sets of at most 8
+// jobs (no warp runs two jobs in turn); an item's last part to finish sums the parts in a fixed order.
 #pragma once
 
 #include "gemv_mma.cuh"
@@ -92,15 +91,14 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
   // to bf16 already); otherwise as f32 for the CUDA-core products.
   // Variants with tensor cores compile no CUDA-core products (NVRTC time): shapes they cannot take
   // (never for whole 128-column expert shares and aligned buffers) go to the caller's per-row path.
-  int s1 = 1, s2 = 1, sets = 1;  // slices of a phase 1 and a phase 2 item, phase 2's job sets (moe_slices.cuh)
+  int s1 = 1, sets = 1;  // slices of a phase 1 item, job sets of a phase 2 item (kernels/moe_slices.cuh)
   if constexpr (kMma) {
     if (!x_chunks || !a_chunks) return false;
     s1 = phase1_slices(groups1, pairs.jobs == leads, kblocks_of<fw1>(D), kWarps);
-    s2 = phase2_slices(static_cast<int>(rows) * KK <= kSplitPairs, pairs.jobs, kblocks_of<fw2>(F), kWarps);
     sets = (pairs.jobs + kWarps - 1) / kWarps;
     if (sets < 1) sets = 1;
   }
-  const unsigned n1 = groups1 * s1, total = n1 + static_cast<unsigned>(G2 * sets * s2);
+  const unsigned n1 = groups1 * s1, total = n1 + static_cast<unsigned>(G2 * sets);
   float* act = g_act<static_cast<long long>(P) * F>;
   unsigned short* act16 = reinterpret_cast<unsigned short*>(act);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
@@ -199,14 +197,13 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
         }
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
-      // Item (group of 16 dims, job set, K slice): sets of at most kWarps jobs, so no warp takes two jobs
-      // one after the other while others idle; one set and one slice: the whole item, as before.
-      const int per_group = sets * s2, i2 = static_cast<int>(item - n1);
-      const int group = i2 / per_group, set = i2 % per_group / s2, slice = i2 % s2;
+      // Item (group of 16 dims, job set): sets of at most kWarps jobs, so no warp takes two jobs one after
+      // the other while others idle; one set: the whole item.
+      const int group = static_cast<int>(item - n1) / sets, set = static_cast<int>(item - n1) % sets;
       const int d0 = group * C;
-      // Thread 0 alone polls (a load, not an atomic), then the block barrier.
+      // Thread 0 alone polls (a plain load, not an atomic), then the block barrier.
       if (threadIdx.x == 0) {
-        while (load_acquire(&g_done) < groups1) __nanosleep(100);
+        while (load_relaxed(&g_done) < groups1) __nanosleep(100);
         __threadfence();
       }
       __syncthreads();
@@ -216,7 +213,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
         // sums straight into part when one warp holds it, else through red in slice order.
         const int jb = set * kWarps, je = pairs.jobs < jb + kWarps ? pairs.jobs : jb + kWarps, nj = je - jb;
         const int split = nj <= 0 || nj >= kWarps ? 1 : kWarps / nj;
-        // Warp w: job jb + w / split, K slice w % split (of this item's slice). One mma_tile call site
+        // Warp w: job jb + w / split, K slice w % split. One mma_tile call site
         // (each inlined copy costs registers: two copies took the shared expert from 128 to 162).
         const int j = jb + warp / split;
         if (warp < split * nj) {
@@ -226,7 +223,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
           const int* mem = pairs.member + m0;
           mma_tile<fw2, true>(
               act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, ids ? w2l[e] : w2s, F, d0, D,
-              slice * split + warp % split, split * s2, red + warp * T);
+              warp % split, split, red + warp * T);
           if (split == 1) {
             __syncwarp();  // the warp's partials, written lane by lane, read by every lane
             for (int t = lane; t < T; t += 32)
@@ -234,38 +231,28 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
           }
         }
         __syncthreads();
-        if (split > 1)
+        // Split jobs: their slices summed in slice order into part. Several sets: the set's pairs also into
+        // the group's table, and the group's last set gathers every pair from it.
+        float* table = g_part2<static_cast<long long>(G2) * C * P> + static_cast<long long>(group) * C * P;
+        if (split > 1 || sets > 1)
           for (int i = threadIdx.x; i < nj * T; i += blockDim.x) {
             const int jj = jb + i / T, t = i % T, dl = t / RB, m = t % RB;
             const int li = pairs.job[jj] >> 16, m0 = pairs.start[li] + (pairs.job[jj] & 65535);
             if (m >= pairs.start[li + 1] - m0) continue;
-            float v = 0.0f;
-            for (int k = 0; k < split; ++k) v += red[((jj - jb) * split + k) * T + t];
-            part[dl * P + pairs.member[m0 + m]] = v;
-          }
-        if (per_group > 1) {
-          // The item's pairs into the group's table (slices of at most kSplitPairs pairs: a row of that
-          // width a slice; sets alone: one row of P, each set its own pairs), then the last part sums
-          // each pair's slices in slice order into part.
-          const int np = static_cast<int>(rows) * KK, pw = s2 > 1 ? kSplitPairs : P;
-          float* table = g_part2<G2 * C * kPart2Width<P>> + static_cast<long long>(group) * s2 * C * pw;
-          __syncthreads();
-          for (int i = threadIdx.x; i < nj * T; i += blockDim.x) {
-            const int jj = jb + i / T, t = i % T, dl = t / RB, m = t % RB;
-            const int li = pairs.job[jj] >> 16, m0 = pairs.start[li] + (pairs.job[jj] & 65535);
-            if (m >= pairs.start[li + 1] - m0) continue;
-            const int pr = pairs.member[m0 + m];
-            table[(slice * C + dl) * pw + pr] = part[dl * P + pr];
-          }
-          finished = last_block_of_row(&g_count2<G2>[group], static_cast<unsigned>(per_group));
-          if (finished)
-            for (int i = threadIdx.x; i < C * np; i += blockDim.x) {
-              const int dl = i / np, pr = i % np;
-              if (pairs.expert[pr] < 0) continue;
-              float v = 0.0f;
-              for (int k = 0; k < s2; ++k) v += __ldcg(table + (k * C + dl) * pw + pr);
-              part[dl * P + pr] = v;
+            float* v = part + dl * P + pairs.member[m0 + m];
+            if (split > 1) {
+              float sum = 0.0f;
+              for (int k = 0; k < split; ++k) sum += red[((jj - jb) * split + k) * T + t];
+              *v = sum;
             }
+            if (sets > 1) table[v - part] = *v;
+          }
+        if (sets > 1) {
+          const int np = static_cast<int>(rows) * KK;
+          finished = last_block_of_row(&g_count2<G2>[group], static_cast<unsigned>(sets));
+          if (finished)
+            for (int i = threadIdx.x; i < C * np; i += blockDim.x)
+              if (pairs.expert[i % np] >= 0) part[(i / np) * P + i % np] = __ldcg(table + (i / np) * P + i % np);
         }
       }
       if constexpr (!kMma) {
