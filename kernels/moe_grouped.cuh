@@ -13,11 +13,13 @@
 // launch (launches of one module are ordered on its stream).
 //
 // With tensor cores (bf16 activations) the products are gemv_detail::mma_tile's: a phase 1 item's warps
-// 0-3 split K of w1 and warps 4-7 that of w3 side by side; a phase 2 item's warps take its experts' jobs
-// side by side (split K, summed in slice order, only while there are fewer jobs than warps). Steps with
-// few items or many jobs split them further over blocks (kernels/moe_slices.cuh): phase 1 items into K
-// slices while there are few (the release share's shared expert), phase 2 items into sets of at most 8
-// jobs (no warp runs two jobs in turn); an item's last part to finish sums the parts in a fixed order.
+// 0-3 split K of w1 and warps 4-7 that of w3 side by side (one barrier a tile, not three: moe_experts at
+// one row 136 -> 124 µs against w1 then w3 on all 8 warps, docs/perf.md dmoe); a phase 2 item's warps
+// take its experts' jobs side by side (split K, summed in slice order, only while there are fewer jobs
+// than warps). Steps with few items or many jobs split them further over blocks (kernels/moe_slices.cuh):
+// phase 1 items into K slices while there are few (the release share's shared expert), phase 2 items into
+// sets of at most 8 jobs (no warp runs two jobs in turn); an item's last part to finish sums the parts in
+// a fixed order.
 #pragma once
 
 #include "gemv_mma.cuh"

@@ -378,10 +378,11 @@ TEST(GpuOps, BenchGroupedProjectionInAPrefillSegmentMatchesTheCpuOp) {
   EXPECT_EQ(checked, static_cast<int>(cases.size()));
 }
 
-// The bench fixture's experts at world 1 in decode phases of 1, 2 and 8 rows: the sizes at which the
-// grouped path splits its items over blocks (kernels/moe_slices.cuh: the shared expert's gate/up items
-// at every row count, the routed experts' w2 items at 1 and 2 rows); the tiny and release cases never
-// split the routed w2 items. One case a phase, since the variant key is the same at every row count.
+// The bench fixture's experts at world 1 in decode phases of 1, 2 and 8 rows, at the sizes the bench
+// measures: one set of jobs at one row, several sets of at most 8 jobs at 2 and 8 rows (random ids: about
+// 11 and 33 distinct experts), gathered through the group's table (kernels/moe_slices.cuh). (The K split
+// of few phase 1 items is checked by the release case's shared expert, 40 items.) One case a phase,
+// since the variant key is the same at every row count.
 TEST(GpuOps, BenchExpertsSplitOverBlocksMatchTheCpuOps) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
