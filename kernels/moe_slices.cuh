@@ -53,8 +53,8 @@ __device__ unsigned g_count2[G];
 // Reads a counter other blocks raise: a relaxed load at the GPU's coherence point, the caller fencing once
 // the count is reached. Not an atomic (the polling blocks would queue with the ticket's), nor an acquire
 // load: with one (4fc0c21) moe_experts took 132 µs at one row against main's 123-126 (02:44 call), with
-// this load 124 against 126 (02:53 call); the likely cause, not measured alone, is the acquire's
-// invalidation of the SM's L1, where the co-resident block's x reads hit.
+// this load 124 against 126 (02:53 call); the likely cause, not measured alone, is an invalidation of the
+// SM's L1 on each acquire, where the co-resident block's x reads hit.
 __device__ __forceinline__ unsigned load_relaxed(const unsigned* p) {
   unsigned v;
   asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
