@@ -28,7 +28,7 @@ constexpr int64_t kMoeRows = 16, kMoeBlocks = 264, kMoeCols = 16;
 int64_t expert_shared(const Call& call, int64_t choices) {
   const int64_t f = call.constant("width"), pairs = kMoeRows * choices;
   const int64_t part = std::max<int64_t>(kMoeCols * pairs, 512), reduce = 8 * kMoeCols * kMoeRows;  // 8 warps
-  return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f) + 4 * (5 * pairs + 3) + 4 * part + 4 + 4 * reduce;
+  return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f) + 4 * (5 * pairs + 3) + 4 * part + 8 + 4 * reduce;
 }
 
 // kernels/moe_prefill.cuh: above kMoeRows rows, at least kPrefillBlocks blocks claiming work items (the

@@ -12,21 +12,25 @@
 // block that is running and never waits. The last block to leave resets the counters for the next
 // launch (launches of one module are ordered on its stream).
 //
-// With tensor cores (bf16 activations) the products are gemv_detail::mma_tile's: a phase 1 item's 8
-// warps split K (w1, then w3); a phase 2 item's warps take its experts' jobs side by side (split K,
-// summed in slice order, only while there are fewer jobs than warps), not one expert after another
-// with two block barriers each.
+// With tensor cores (bf16 activations) the products are gemv_detail::mma_tile's: a phase 1 item's warps
+// 0-3 split K of w1 and warps 4-7 that of w3 side by side (one barrier a tile, not three: moe_experts at
+// one row 136 -> 124 µs against w1 then w3 on all 8 warps, docs/perf.md dmoe); a phase 2 item's warps
+// take its experts' jobs side by side (split K, summed in slice order, only while there are fewer jobs
+// than warps). Steps with few items or many jobs split them further over blocks (kernels/moe_slices.cuh):
+// phase 1 items into K slices while there are few (the release share's shared expert), phase 2 items into
+// sets of at most 8 jobs (no warp runs two jobs in turn); an item's last part to finish sums the parts in
+// a fixed order.
 #pragma once
 
 #include "gemv_mma.cuh"
 #include "moe_pairs.cuh"
 #include "moe_rows.cuh"
+#include "moe_slices.cuh"
 
 namespace dsv41k {
 namespace moe_grouped {
 
 constexpr int kMoeBlocks = 264;  // blocks of the grouped launch (two per H200 SM)
-constexpr int kMoeCols = 16;     // activation columns (phase 1) or output dims (phase 2) of a work item
 constexpr int kWarps = 8;
 // Static shared memory of the grouped path beyond the per-row path's: the pair tables and the partials.
 // (common/kernel_launch_moe.cpp adds the same number to the launch's static shared memory.)
@@ -34,7 +38,7 @@ __device__ constexpr long long part_floats(long long choices) {
   return kMoeCols * kMoeRows * choices > 512 ? kMoeCols * kMoeRows * choices : 512;
 }
 __device__ constexpr long long shared_bytes(long long choices) {
-  return pairs_bytes(kMoeRows * choices) + 4 * part_floats(choices) + 4 + 4 * kWarps * kMoeCols * kMoeRows;
+  return pairs_bytes(kMoeRows * choices) + 4 * part_floats(choices) + 8 + 4 * kWarps * kMoeCols * kMoeRows;
 }
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -51,8 +55,11 @@ __device__ __forceinline__ float swiglu(float g, float u, float weight, float li
   return round_as<DT>(__fmul_rn(__fmul_rn(weight, silu), u));
 }
 
-// The module's state between blocks of one launch (zero when the module loads and after each launch).
-__device__ unsigned g_ticket, g_done, g_exited;
+// The module's state between blocks of one launch (zero when the module loads and after each launch),
+// each counter on its own 128-byte line: blocks polling g_done do not delay the ticket's atomics.
+__device__ __align__(128) unsigned g_ticket;
+__device__ __align__(128) unsigned g_done;  // phase 1 items finished (all their slices)
+__device__ __align__(128) unsigned g_exited;
 template <long long N>
 __device__ __align__(16) float g_act[N];  // [pair][F]: act of (row, choice) pair r·K + k
 
@@ -65,17 +72,18 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
                                     Weight w1s, Weight w3s, Weight w2s, float limit, float* out, long long experts) {
   static_assert(F > 0, "the grouped path needs expert columns");
   constexpr int P = kMoeRows * KK, C = kMoeCols, RB = kMoeRows, T = C * RB;  // T: one MMA tile's outputs
+  constexpr int G2 = (D + C - 1) / C, H = kWarps / 2;                        // phase 2's output groups
   using gemv_detail::mma_tile;
-  constexpr bool kMma = gemv_detail::mma_takes(dtype_x, fw1) && gemv_detail::mma_takes(dtype_x, fw3) &&
-                        gemv_detail::mma_takes(dtype_x, fw2);
+  // Gate and up run side by side on the two halves of the warps: one format for both (one call site).
+  constexpr bool kMma = gemv_detail::mma_takes(dtype_x, fw1) && fw1 == fw3 && gemv_detail::mma_takes(dtype_x, fw2);
   __shared__ Pairs<P> pairs;
-  __shared__ float part[part_floats(KK)];  // phase 2: [dim][pair]; phase 1 (MMA): the gate of a tile
+  __shared__ float part[part_floats(KK)];  // phase 2: [dim][pair]
   __shared__ unsigned s_item;
   __shared__ float red[kWarps * T];  // the MMA path's per-warp partials
   build_pairs<P, KK>(pairs, rows, statics, errors, ids, experts);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, leads = pairs.leads;
-  const unsigned n1 = static_cast<unsigned>(leads) * ((F + C - 1) / C), total = n1 + (D + C - 1) / C;
+  const unsigned groups1 = static_cast<unsigned>(leads) * ((F + C - 1) / C);
   const bool x_chunks = gemv_detail::gemv_applies<dtype_x, fw1>(x, (ids ? w1l[0] : w1s).data, D, 0, D) &&
                         gemv_detail::gemv_applies<dtype_x, fw3>(x, (ids ? w3l[0] : w3s).data, D, 0, D);
   constexpr int E2 = gemv_detail::chunk_elems(fw2);
@@ -85,18 +93,17 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
   // to bf16 already); otherwise as f32 for the CUDA-core products.
   // Variants with tensor cores compile no CUDA-core products (NVRTC time): shapes they cannot take
   // (never for whole 128-column expert shares and aligned buffers) go to the caller's per-row path.
+  int s1 = 1, sets = 1;  // slices of a phase 1 item, job sets of a phase 2 item (kernels/moe_slices.cuh)
   if constexpr (kMma) {
     if (!x_chunks || !a_chunks) return false;
+    s1 = phase1_slices(groups1, pairs.jobs == leads, kblocks_of<fw1>(D), kWarps);
+    sets = (pairs.jobs + kWarps - 1) / kWarps;
+    if (sets < 1) sets = 1;
   }
+  const unsigned n1 = groups1 * s1, total = n1 + static_cast<unsigned>(G2 * sets);
   float* act = g_act<static_cast<long long>(P) * F>;
   unsigned short* act16 = reinterpret_cast<unsigned short*>(act);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
-  // Sum of the 8 warps' partials of tile output t (column t / RB, input t % RB), in warp order.
-  auto tile_sum = [&](int t) {
-    float v = 0.0f;
-    for (int k = 0; k < kWarps; ++k) v += red[k * T + t];
-    return v;
-  };
   // Thread 0 claims a block's next ticket as its current item starts, so the atomic's round trip hides
   // behind the item. Still no deadlock: tickets rise, so a phase 1 ticket is only ever claimed during a
   // phase 1 item, by a block that goes on to run it without waiting.
@@ -108,30 +115,58 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
     __syncthreads();
     if (item >= total) break;
     if (threadIdx.x == 0) next = atomicAdd(&g_ticket, 1u);
-    if (item < n1) {  // phase 1: act of 16 columns of one expert for all its pairs
-      const int li = static_cast<int>(item % leads), col0 = static_cast<int>(item / leads) * C;
+    if (item < n1) {  // phase 1: act of 16 columns of one expert for all its pairs (one K slice of them)
+      const unsigned group = item / s1;
+      const int slice = static_cast<int>(item % s1);
+      const int li = static_cast<int>(group % leads), col0 = static_cast<int>(group / leads) * C;
       const int e = pairs.expert[pairs.lead[li]];
       const Weight w1 = ids ? w1l[e] : w1s, w3 = ids ? w3l[e] : w3s;
       const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
-      if constexpr (kMma) {  // all 8 warps on the 16 columns, each a K slice; gate then up, summed in warp order
+      bool finished = true;  // this block completes the item (its only or its last slice)
+      if constexpr (kMma) {
+        // Warps 0-3 take w1 (gate), 4-7 w3 (up), each a K slice of 4·s1; each half summed in warp order.
+        float* mine = g_part1 + static_cast<long long>(item) * 2 * T;
         for (int mb = 0; mb < count; mb += RB) {
           const int nm = count - mb < RB ? count - mb : RB;
           const int* mem = pairs.member + m0 + mb;
           auto xrow = [&](int i) { return static_cast<long long>(mem[i] / KK) * D; };
-          mma_tile<fw1, false>(xs, xrow, nm, w1, D, col0, F, warp, kWarps, red + warp * T);
-          __syncthreads();
-          for (int t = threadIdx.x; t < T; t += blockDim.x) part[t] = tile_sum(t);
-          __syncthreads();
-          mma_tile<fw3, false>(xs, xrow, nm, w3, D, col0, F, warp, kWarps, red + warp * T);
+          mma_tile<fw1, false>(xs, xrow, nm, warp < H ? w1 : w3, D, col0, F, slice * H + warp % H, H * s1,
+                               red + warp * T);
           __syncthreads();
           for (int t = threadIdx.x; t < T; t += blockDim.x) {
+            float g = 0.0f, u = 0.0f;
+            for (int k = 0; k < H; ++k) g += red[k * T + t];
+            for (int k = H; k < kWarps; ++k) u += red[k * T + t];
+            if (s1 > 1) {  // one tile of members (phase1_slices): the slice's partials
+              mine[t] = g;
+              mine[T + t] = u;
+              continue;
+            }
             const int c = t / RB, m = t % RB;
             if (m >= nm || col0 + c >= F) continue;
             const int p = mem[m];
             act16[static_cast<long long>(p) * F + col0 + c] =
-                float_to_bf16_bits(swiglu<dtype_x>(part[t], tile_sum(t), ids ? choice_weight[p] : 1.0f, limit));
+                float_to_bf16_bits(swiglu<dtype_x>(g, u, ids ? choice_weight[p] : 1.0f, limit));
           }
           __syncthreads();
+        }
+        if (s1 > 1) {
+          finished = last_block_of_row(&g_count1[group], static_cast<unsigned>(s1));
+          if (finished) {
+            const float* all = g_part1 + static_cast<long long>(group) * s1 * 2 * T;
+            for (int t = threadIdx.x; t < T; t += blockDim.x) {
+              const int c = t / RB, m = t % RB;
+              if (m >= count || col0 + c >= F) continue;
+              float g = 0.0f, u = 0.0f;
+              for (int k = 0; k < s1; ++k) {
+                g += __ldcg(all + k * 2 * T + t);
+                u += __ldcg(all + k * 2 * T + T + t);
+              }
+              const int p = pairs.member[m0 + m];
+              act16[static_cast<long long>(p) * F + col0 + c] =
+                  float_to_bf16_bits(swiglu<dtype_x>(g, u, ids ? choice_weight[p] : 1.0f, limit));
+            }
+          }
         }
       }
       if constexpr (!kMma)
@@ -156,53 +191,71 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
             }
           }
         }
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(&g_done, 1u);
+      if (finished) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          __threadfence();
+          atomicAdd(&g_done, 1u);
+        }
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
-      const int d0 = static_cast<int>(item - n1) * C;
-      // Thread 0 alone polls, then the block barrier (one polling load a block, not one a warp). This
-      // did not undo the shared expert's slowdown since branch moe (39 -> 45 µs at 1 row, cause not
-      // found: docs/perf.md, "The merged tree of the fifth session").
+      // Item (group of 16 dims, job set): sets of at most kWarps jobs, so no warp takes two jobs one after
+      // the other while others idle; one set: the whole item.
+      const int group = static_cast<int>(item - n1) / sets, set = static_cast<int>(item - n1) % sets;
+      const int d0 = group * C;
+      // Thread 0 alone polls (a plain load, not an atomic), then the block barrier.
       if (threadIdx.x == 0) {
-        while (atomicAdd(&g_done, 0u) < n1) __nanosleep(100);
+        while (load_relaxed(&g_done) < groups1) __nanosleep(100);
         __threadfence();
       }
       __syncthreads();
+      bool finished = true;  // this block writes the item's outputs (its only or its last part)
       if constexpr (kMma) {
-        // Jobs side by side, split K only while there are fewer jobs than warps; each job's tile sums
-        // straight into part when one warp holds it, else through red in slice order.
-        const int jobs = pairs.jobs, split = jobs == 0 || jobs >= kWarps ? 1 : kWarps / jobs;
-        // Split 1: warp w takes jobs w, w + 8, ... whole; else job w / split, K slice w % split. One
-        // mma_tile call site (each inlined copy costs registers: two copies took the shared expert from
-        // 128 to 162, one block an SM).
-        const int j0 = split == 1 ? warp : (warp < split * jobs ? warp / split : jobs);
-        for (int j = j0; j < jobs; j += split == 1 ? kWarps : jobs) {
+        // The set's jobs side by side, split K only while there are fewer jobs than warps; each job's tile
+        // sums straight into part when one warp holds it, else through red in slice order.
+        const int jb = set * kWarps, je = pairs.jobs < jb + kWarps ? pairs.jobs : jb + kWarps, nj = je - jb;
+        const int split = nj <= 0 || nj >= kWarps ? 1 : kWarps / nj;
+        // Warp w: job jb + w / split, K slice w % split. One mma_tile call site
+        // (each inlined copy costs registers: two copies took the shared expert from 128 to 162).
+        const int j = jb + warp / split;
+        if (warp < split * nj) {
           const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);
           const int e = pairs.expert[pairs.lead[li]], count = pairs.start[li + 1] - m0;
           const int nm = count < RB ? count : RB;
           const int* mem = pairs.member + m0;
           mma_tile<fw2, true>(
               act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, ids ? w2l[e] : w2s, F, d0, D,
-              split == 1 ? 0 : warp % split, split, red + warp * T);
-          if (split > 1) break;
-          __syncwarp();  // the warp's partials, written lane by lane, read by every lane
-          for (int t = lane; t < T; t += 32)
-            if (t % RB < nm) part[(t / RB) * P + mem[t % RB]] = red[warp * T + t];
-          __syncwarp();  // before the next job rewrites them
+              warp % split, split, red + warp * T);
+          if (split == 1) {
+            __syncwarp();  // the warp's partials, written lane by lane, read by every lane
+            for (int t = lane; t < T; t += 32)
+              if (t % RB < nm) part[(t / RB) * P + mem[t % RB]] = red[warp * T + t];
+          }
         }
         __syncthreads();
-        if (split > 1)
-          for (int i = threadIdx.x; i < jobs * T; i += blockDim.x) {
-            const int j = i / T, t = i % T, dl = t / RB, m = t % RB;
-            const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);
+        // Split jobs: their slices summed in slice order into part. Several sets: the set's pairs also into
+        // the group's table, and the group's last set gathers every pair from it.
+        float* table = g_part2<static_cast<long long>(G2) * C * P> + static_cast<long long>(group) * C * P;
+        if (split > 1 || sets > 1)
+          for (int i = threadIdx.x; i < nj * T; i += blockDim.x) {
+            const int jj = jb + i / T, t = i % T, dl = t / RB, m = t % RB;
+            const int li = pairs.job[jj] >> 16, m0 = pairs.start[li] + (pairs.job[jj] & 65535);
             if (m >= pairs.start[li + 1] - m0) continue;
-            float v = 0.0f;
-            for (int k = 0; k < split; ++k) v += red[(j * split + k) * T + t];
-            part[dl * P + pairs.member[m0 + m]] = v;
+            float* v = part + dl * P + pairs.member[m0 + m];
+            if (split > 1) {
+              float sum = 0.0f;
+              for (int k = 0; k < split; ++k) sum += red[((jj - jb) * split + k) * T + t];
+              *v = sum;
+            }
+            if (sets > 1) table[v - part] = *v;
           }
+        if (sets > 1) {
+          const int np = static_cast<int>(rows) * KK;
+          finished = last_block_of_row(&g_count2<G2>[group], static_cast<unsigned>(sets));
+          if (finished)
+            for (int i = threadIdx.x; i < C * np; i += blockDim.x)
+              if (pairs.expert[i % np] >= 0) part[(i / np) * P + i % np] = __ldcg(table + (i / np) * P + i % np);
+        }
       }
       if constexpr (!kMma) {
         for (int li = 0; li < leads; ++li) {
@@ -230,19 +283,20 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
         }
       }
       __syncthreads();
-      for (int t = threadIdx.x; t < C * rows; t += blockDim.x) {
-        const int dl = t % C, r = t / C, d = d0 + dl;
-        if (d >= D) continue;
-        float* o = out + static_cast<long long>(r) * D + d;
-        if (row_slot(statics, r) < 0) {
-          if (ids) *o = 0.0f;  // routed experts: inactive rows are zero; the shared expert leaves them
-          continue;
+      if (finished)
+        for (int t = threadIdx.x; t < C * rows; t += blockDim.x) {
+          const int dl = t % C, r = t / C, d = d0 + dl;
+          if (d >= D) continue;
+          float* o = out + static_cast<long long>(r) * D + d;
+          if (row_slot(statics, r) < 0) {
+            if (ids) *o = 0.0f;  // routed experts: inactive rows are zero; the shared expert leaves them
+            continue;
+          }
+          float v = ids ? 0.0f : *o;
+          for (int k = 0; k < KK; ++k)
+            if (pairs.expert[r * KK + k] >= 0) v = __fadd_rn(v, part[dl * P + r * KK + k]);
+          *o = v;
         }
-        float v = ids ? 0.0f : *o;
-        for (int k = 0; k < KK; ++k)
-          if (pairs.expert[r * KK + k] >= 0) v = __fadd_rn(v, part[dl * P + r * KK + k]);
-        *o = v;
-      }
       __syncthreads();  // part is rewritten by the block's next item
     }
   }

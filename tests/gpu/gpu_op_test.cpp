@@ -353,21 +353,28 @@ TEST(GpuOps, AStaticsSlotBeyondTheStateIsRefusedAndNothingIsWritten) {
   std::printf("bad slots refused by %zu variants\n", list.size());
 }
 
+// The bench fixture (release formats) planned for rank 0 of `world`: context 1024, `slots` slots, a
+// prefill segment of 100 rows and the decode phases `decode_rows`.
+Result<std::shared_ptr<RankLists>> plan_bench(const GpuSetup& s, const std::string& label, int world, int slots,
+                                              std::vector<int64_t> decode_rows) {
+  auto inputs = synth_inputs("dsv41-bench", SynthFormat::Release, 1);
+  if (!inputs.is_ok()) return inputs.status();
+  ServingSettings settings;
+  settings.context = 1024;
+  settings.slots = slots;
+  settings.prefill_rows = {100};
+  settings.decode_rows = std::move(decode_rows);
+  std::set<std::string> without_kernel;
+  return plan_lists(*inputs, label, world, 0, settings, s.target, without_kernel);
+}
+
 // The bench fixture's grouped output projection at world 4 in a ragged prefill segment of 100 rows: two
 // groups of 1024 columns a rank, so the tiled path reads a different x range per column tile (the tiny
 // fixture's groups of 8 columns run the GEMV grid instead).
 TEST(GpuOps, BenchGroupedProjectionInAPrefillSegmentMatchesTheCpuOp) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  auto inputs = synth_inputs("dsv41-bench", SynthFormat::Release, 1);
-  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
-  ServingSettings settings;
-  settings.context = 1024;
-  settings.slots = 2;
-  settings.prefill_rows = {100};
-  settings.decode_rows = {1};
-  std::set<std::string> without_kernel;
-  auto r = plan_lists(*inputs, "bench", 4, 0, settings, s.target, without_kernel);
+  auto r = plan_bench(s, "bench", 4, 2, {1});
   ASSERT_TRUE(r.is_ok()) << "bench world 4 rank 0: " << r.status().message();
   std::vector<size_t> phases;
   for (size_t p = 0; p < (*r)->calls.phases.size(); ++p)
@@ -378,6 +385,31 @@ TEST(GpuOps, BenchGroupedProjectionInAPrefillSegmentMatchesTheCpuOp) {
   ASSERT_FALSE(cases.empty()) << "no grouped_linear call in the 100-row phase";
   const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
   EXPECT_EQ(checked, static_cast<int>(cases.size()));
+}
+
+// The bench fixture's experts at world 1 in decode phases of 1, 2 and 8 rows, at the sizes the bench
+// measures: one set of jobs at one row, several sets of at most 8 jobs at 2 and 8 rows (random ids: about
+// 11 and 33 distinct experts), gathered through the group's table (kernels/moe_slices.cuh). (The K split
+// of few phase 1 items is checked by the release case's shared expert, 40 items.) One case a phase,
+// since the variant key is the same at every row count.
+TEST(GpuOps, BenchExpertsSplitOverBlocksMatchTheCpuOps) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  auto r = plan_bench(s, "bench experts", 1, 8, {1, 2, 8});
+  ASSERT_TRUE(r.is_ok()) << "bench world 1 rank 0: " << r.status().message();
+  const std::set<std::string> ops = {"moe_experts", "shared_expert"};
+  int checked = 0, cases_seen = 0;
+  for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
+    const Phase& phase = (*r)->calls.phases[p];
+    if (phase.kind != PhaseKind::Decode) continue;
+    std::map<std::string, Case> cases;
+    collect(cases, *r, {p}, &ops, [](const Case&, const Case&) { return false; });
+    cases_seen += static_cast<int>(cases.size());
+    checked += check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  }
+  EXPECT_EQ(checked, cases_seen);
+  if (!env_text("DSV41_GPU_FILTER")) EXPECT_EQ(cases_seen, 6) << "both expert ops at 1, 2 and 8 rows";
+  std::printf("bench experts at 1, 2 and 8 rows: %d cases\n", checked);
 }
 
 // The tiled products of a 100-row prefill segment (tiny, both packs, world 4 rank 3, bf16 activations)
