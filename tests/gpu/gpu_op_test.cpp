@@ -474,6 +474,61 @@ TEST(GpuOps, IndexSelectAtTheCachesEndMatchesTheCpuOp) {
   std::printf("index_select at the caches' end: %d cases\n", checked);
 }
 
+// index_select at prefill: the release share's variants (modes 0, 1, 2; bf16 and official caches) in its
+// smallest phase of more than 16 rows, which scores on the class path (kernels/index_prefill_scores.cuh),
+// with eight rows active at about 20,480 visible entries (the candidate source keeps 2,048 of 2,560
+// blocks) and the others inactive, so the CPU op stays near a second a case.
+TEST(GpuOps, IndexSelectAtPrefillMatchesTheCpuOp) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  auto inputs = synth_inputs("dsv41-release", SynthFormat::Release, 8);
+  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+  const std::set<std::string> ops = {"index_select"};
+  static constexpr int64_t kActive = 8, kEntries = 20480;
+  std::set<std::string> without_kernel;
+  ServingSettings official;
+  official.cache_format = CacheFormat::Official;
+  int checked = 0, cases_seen = 0;
+  std::set<int64_t> modes;
+  for (const ServingSettings& settings : {ServingSettings{}, official}) {
+    auto r = plan_lists(*inputs, "release index_select", 4, 0, settings, s.target, without_kernel);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    size_t pick = SIZE_MAX;
+    for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
+      const Phase& phase = (*r)->calls.phases[p];
+      if (phase.rows > 16 && (pick == SIZE_MAX || phase.rows < (*r)->calls.phases[pick].rows)) pick = p;
+    }
+    ASSERT_NE(pick, SIZE_MAX) << "no phase of more than 16 rows";
+    std::map<std::string, Case> cases;
+    collect(cases, *r, {pick}, &ops, [](const Case&, const Case&) { return false; });
+    for (const auto& [key, c] : cases) {
+      const int64_t ratio = c.lists->calls.phases[c.phase].calls[c.call].constant("ratio");
+      modes.insert(c.lists->calls.phases[c.phase].calls[c.call].constant("mode"));
+      const AdjustInputs prefill = [ratio](CallInputs& in) {
+        const int64_t limit = in.state_layout.begin()->second.decl->shape.at(0) * ratio;
+        const int64_t top = std::min(limit, kEntries * ratio);
+        for (int64_t row = 0; row < in.rows; ++row) {
+          int32_t* st = in.image.statics.data() + row * kStaticsFields;
+          if (row < kActive && st[kStaticSlot] >= 0) {
+            st[kStaticPosition] = static_cast<int32_t>(top - kActive + row);
+          } else {
+            st[kStaticToken] = 0, st[kStaticSlot] = -1, st[kStaticPosition] = 0;
+            st[kStaticFirstRow] = static_cast<int32_t>(row);
+          }
+        }
+        in.description += fmt::format("; then rows 0-{} at positions {} - {} + r, the others inactive", kActive - 1,
+                                      top, kActive);
+      };
+      checked += check_cases({{key, c}}, s.target, s.device ? &*s.device : nullptr, prefill);
+      ++cases_seen;
+    }
+  }
+  report_without_kernel(without_kernel);
+  EXPECT_EQ(checked, cases_seen);
+  if (!env_text("DSV41_GPU_FILTER")) EXPECT_EQ(modes, (std::set<int64_t>{0, 1, 2})) << "rank 0's prefill modes";
+  std::printf("index_select at prefill: %d cases\n", checked);
+}
+
 TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
