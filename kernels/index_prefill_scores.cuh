@@ -30,7 +30,7 @@ __device__ constexpr bool class_path(long long heads, long long dim) {
 // Where dim i of a head's query sits in class order (an offset below Di).
 template <int Di>
 __device__ __forceinline__ int class_slot(int i) {
-  constexpr int X = Di / 16;  // 16-byte chunks a pair owns
+  constexpr int X = Di >= 16 ? Di / 16 : 1;  // 16-byte chunks a pair owns (shapes off the class path: any)
   const int j = i & 7, t = i >> 3, c = j >> 1;
   const int x = (j & 1) * (Di / 32) + (t >> 2);
   const int s = (2 * (c * X / 8)) % X;  // the swizzle: pairs whose chunks share banks differ in it
