@@ -4,9 +4,9 @@
 // i ≡ j mod 8, in order) are independent chains, so four lanes split them by class pair (lane c: classes
 // 2c and 2c + 1) and each lane keeps those classes of four entries' keys in registers. A query float read
 // from shared memory then feeds four products (the register path's feeds one, and its four head groups
-// trade terms through shared memory between two barriers every 64 entries); two butterfly steps form
-// ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) in all four lanes, and every lane runs all heads in
-// order, so an entry's score needs no exchange and a pass of 256 entries no barrier.
+// trade terms through shared memory between two barriers every 64 entries); two shuffle steps, a
+// reduce-scatter, form ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) of entry p in lane p, and every
+// lane runs all heads in order, so an entry's score needs no exchange and a pass of 256 entries no barrier.
 //
 // The row's queries sit in class order (class_slot): pair c's Di/4 floats hold class 2c's steps, then
 // class 2c + 1's, in 16-byte chunks XOR-swizzled so that the four pairs' lanes reading the same chunk
@@ -42,8 +42,7 @@ using topk_keys::Key;
 
 // Keys of entries base .. base + c − 1 into chunk[0, c). q rows are QS floats apart, each in class order;
 // every thread calls it; it ends with a barrier. Lane 4g + p of warp w takes entries 32w + 4g .. + 3 of
-// each pass and classes 2p, 2p + 1 of them; the entries' lanes agree on every value, and lane p writes
-// entry p of its group.
+// each pass and classes 2p, 2p + 1 of them; lane p adds up entry p's score and writes its key.
 template <int Hi, int Di, int QS, int DT, int MODE>
 __device__ __forceinline__ void score_chunk(const char* keys, bool wide, const float* q, const float* w,
                                             const unsigned* kept_bits, long long B, int base, int c, Key* chunk) {
@@ -88,9 +87,11 @@ __device__ __forceinline__ void score_chunk(const char* keys, bool wide, const f
         }
       }
     }
-    float score[kGroupEntries] = {0.0f, 0.0f, 0.0f, 0.0f};
-    // Two heads an iteration: the next head's products fill the butterfly's shuffle latency (6% faster
-    // than one at prefill.n2048, docs/perf.md "pidx"; the scores' order is unchanged).
+    // Lane p ends each head with entry p's dot and keeps entry p's score: the butterfly is a reduce-scatter.
+    const bool odd = pair & 1, high = pair & 2;
+    float score = 0.0f;
+    // Two heads an iteration: the next head's products fill the shuffles' latency (6% faster than one at
+    // prefill.n2048 with the full butterfly, docs/perf.md "pidx"; the scores' order is unchanged).
 #pragma unroll 2
     for (int h = 0; h < Hi; ++h) {
       const float* qh = q + h * QS + pair * (Di / 4);
@@ -110,19 +111,21 @@ __device__ __forceinline__ void score_chunk(const char* keys, bool wide, const f
               a[m][hc] = __fadd_rn(a[m][hc], __fmul_rn(qs[tr], k[m][hc][4 * tq + tr]));
         }
       }
+      float pp[kGroupEntries];  // a_2p + a_2p+1 of each entry
 #pragma unroll
-      for (int m = 0; m < kGroupEntries; ++m) {
-        float d = __fadd_rn(a[m][0], a[m][1]);                   // a_2p + a_2p+1
-        d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 1));  // (a0 + a1) + (a2 + a3), (a4 + a5) + (a6 + a7)
-        d = __fadd_rn(d, __shfl_xor_sync(0xffffffffu, d, 2));  // the two halves (IEEE addition commutes)
-        const float relu = 0.0f < d ? d : 0.0f;                  // std::max(0.0f, dot): NaN gives 0
-        score[m] = __fadd_rn(score[m], __fmul_rn(w[h], relu));
-      }
+      for (int m = 0; m < kGroupEntries; ++m) pp[m] = __fadd_rn(a[m][0], a[m][1]);
+      // Pairs 0 + 1 and 2 + 3 ((a0 + a1) + (a2 + a3), (a4 + a5) + (a6 + a7)): lanes of an even pair keep
+      // entries 0 and 2, of an odd pair 1 and 3, and trade the others.
+      const float l0 = __fadd_rn(odd ? pp[1] : pp[0], __shfl_xor_sync(0xffffffffu, odd ? pp[0] : pp[1], 1));
+      const float l2 = __fadd_rn(odd ? pp[3] : pp[2], __shfl_xor_sync(0xffffffffu, odd ? pp[2] : pp[3], 1));
+      // The two halves (IEEE addition commutes): the low lanes keep entry 0 or 1, the high 2 or 3.
+      const float d = __fadd_rn(high ? l2 : l0, __shfl_xor_sync(0xffffffffu, high ? l0 : l2, 2));
+      const float relu = 0.0f < d ? d : 0.0f;  // std::max(0.0f, dot): NaN gives 0
+      score = __fadd_rn(score, __fmul_rn(w[h], relu));
     }
-    // Lane p writes entry p of its group (selects, not a dynamic index: the arrays stay in registers).
-    const float mine = pair == 0 ? score[0] : pair == 1 ? score[1] : pair == 2 ? score[2] : score[3];
+    // Lane p writes entry p of its group (a select, not a dynamic index: the array stays in registers).
     const bool mine_listed = pair == 0 ? listed[0] : pair == 1 ? listed[1] : pair == 2 ? listed[2] : listed[3];
-    if (first + pair < c) chunk[first + pair] = mine_listed ? topk_keys::entry_key(mine, base + first + pair) : 0ull;
+    if (first + pair < c) chunk[first + pair] = mine_listed ? topk_keys::entry_key(score, base + first + pair) : 0ull;
   }
   __syncthreads();
 }
