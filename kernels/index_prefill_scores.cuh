@@ -53,7 +53,7 @@ __device__ __forceinline__ void score_chunk(const char* keys, bool wide, const f
   const int swz = (2 * (pair * X / 8)) % X;
   for (int p0 = 0; p0 < c; p0 += kPassEntries) {
     const int first = p0 + kGroupEntries * group;
-    float k[kGroupEntries][2][T];  // k[m][h][t]: dim 2·pair + h + 8t of entry first + m
+    float k[kGroupEntries][2][T];  // k[m][hc][t]: dim 2·pair + hc + 8t of entry first + m
     bool listed[kGroupEntries];
 #pragma unroll
     for (int m = 0; m < kGroupEntries; ++m) {
@@ -95,7 +95,7 @@ __device__ __forceinline__ void score_chunk(const char* keys, bool wide, const f
 #pragma unroll 2
     for (int h = 0; h < Hi; ++h) {
       const float* qh = q + h * QS + pair * (Di / 4);
-      float a[kGroupEntries][2];  // a[m][h]: the CPU's partial sum 2·pair + h of entry m
+      float a[kGroupEntries][2];  // a[m][hc]: the CPU's partial sum 2·pair + hc of entry m
 #pragma unroll
       for (int m = 0; m < kGroupEntries; ++m) a[m][0] = 0.0f, a[m][1] = 0.0f;
 #pragma unroll
