@@ -11,7 +11,8 @@
 // code: its lanes shuffle every head's partial sums). Each thread leaves its heads' terms in shared
 // memory; one thread per entry then adds them in head order. Other shapes (no fixture has one) take the
 // lane-split path, the kernel's earlier scoring: lane 8·e' + k holds partial sum k of entry e', a
-// butterfly forms the eight-way sum.
+// butterfly forms the eight-way sum. Phases of many rows (prefill) score on a third way, the class
+// path of kernels/index_prefill_scores.cuh.
 #pragma once
 
 #include "cache_rows.cuh"

@@ -22,7 +22,9 @@
 // 4·(kSplitBlocks + 2) bytes, plus 4·64·Hi (the head terms) on the register path of the scores.
 //
 // Keys and selection: kernels/topk_keys.cuh (score as an ordered integer above ~index; key 0 is never
-// chosen: score −∞ or NaN, or a block not listed in mode 2). Scores: kernels/index_scores.cuh. Merge: a
+// chosen: score −∞ or NaN, or a block not listed in mode 2). Scores: kernels/index_scores.cuh (decode:
+// the register path), kernels/index_prefill_scores.cuh (phases of more than kSplitRows rows whose shapes
+// take the class path; the row's queries are stored in its class order). Merge: a
 // radix select finds the K-th largest key of list ∪ chunk, and a stable block scan compacts the keys at
 // or above it to the front, so the list stays in ascending index order. Mode 1 also folds each chunk's
 // entries into block keys (max ordered score per block; the newest block scores +∞) and merges them into
@@ -33,6 +35,7 @@
 
 #include "cache_rows.cuh"
 #include "index_merge.cuh"
+#include "index_prefill_scores.cuh"
 #include "index_scores.cuh"
 #include "kernel_abi.cuh"
 #include "topk_keys.cuh"
@@ -157,11 +160,16 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
     hi = static_cast<int>(l + per < n_long ? l + per : n_long);
   }
   const bool score_any = lo < hi && (K > 0 || mode == 1);
+  // Phases of many rows (a block a row) score on the class path, its queries in class order.
+  const bool classes = index_prefill_scores::class_path(Hi, Di) && rows > kSplitRows;
 
   if (score_any) {
     // The row's queries and head weights w_h = iw_h·Di^−½·Hi^−½ (fp32, in that order).
     const float* iqr = static_cast<const float*>(iq) + r * Hi * Di;
-    if (Di % 4 == 0 && (reinterpret_cast<unsigned long long>(iqr) & 15) == 0) {
+    if (classes) {
+      for (int i = threadIdx.x; i < Hi * Di; i += blockDim.x)
+        q[(i / Di) * QS + index_prefill_scores::class_slot<Di>(i % Di)] = iqr[i];
+    } else if (Di % 4 == 0 && (reinterpret_cast<unsigned long long>(iqr) & 15) == 0) {
       // 16-byte loads, four a thread in flight (a head's row is whole float4s).
 #pragma unroll 4
       for (int v = threadIdx.x; v < Hi * Di / 4; v += blockDim.x) {
@@ -206,8 +214,14 @@ __device__ __forceinline__ void index_select(Rows rows, Statics statics, Errors 
       if (block_end - base < c) c = static_cast<int>(block_end - base);
     }
     Key* chunk = elist + m_entries;
-    index_scores::score_chunk<Hi, Di, QS, dtype_index_cache, static_cast<int>(mode)>(keys, wide, q, w, kept_bits, B,
-                                                                                 base, c, chunk, terms);
+    if constexpr (index_prefill_scores::class_path(index_heads, index_head_dim)) {
+      if (classes)
+        index_prefill_scores::score_chunk<Hi, Di, QS, dtype_index_cache, static_cast<int>(mode)>(
+            keys, wide, q, w, kept_bits, B, base, c, chunk);
+    }
+    if (!classes)
+      index_scores::score_chunk<Hi, Di, QS, dtype_index_cache, static_cast<int>(mode)>(keys, wide, q, w, kept_bits, B,
+                                                                                   base, c, chunk, terms);
 
     if constexpr (mode == 1) {
       // Block keys of this chunk behind the block list: the maximum ordered score of each block's

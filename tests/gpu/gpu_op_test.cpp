@@ -464,6 +464,43 @@ TEST(GpuOps, TiledProductsWithFewActiveRowsMatchTheCpuOps) {
   std::printf("tiled products with rows 1-5 of %lld active: %d variants\n", static_cast<long long>(kRows), checked);
 }
 
+// Checks rank 0's index_select variants of the release share at world 4, with bf16 and official caches,
+// in the phases `phases_of` picks, each call on inputs changed by `adjust_for(its ratio)`.
+struct IndexCases {
+  int checked = 0, seen = 0;
+  std::set<int64_t> modes;
+};
+IndexCases check_release_index_select(const GpuSetup& s,
+                                      const std::function<std::vector<size_t>(const RankLists&)>& phases_of,
+                                      const std::function<AdjustInputs(int64_t)>& adjust_for) {
+  IndexCases out;
+  auto inputs = synth_inputs("dsv41-release", SynthFormat::Release, 8);
+  EXPECT_TRUE(inputs.is_ok()) << inputs.status().message();
+  if (!inputs.is_ok()) return out;
+  const std::set<std::string> ops = {"index_select"};
+  std::set<std::string> without_kernel;
+  ServingSettings official;
+  official.cache_format = CacheFormat::Official;
+  for (const ServingSettings& settings : {ServingSettings{}, official}) {
+    auto r = plan_lists(*inputs, "release index_select", 4, 0, settings, s.target, without_kernel);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+    if (!r.is_ok()) return out;
+    for (size_t p : phases_of(**r)) {
+      std::map<std::string, Case> cases;
+      collect(cases, *r, {p}, &ops, [](const Case&, const Case&) { return false; });
+      for (const auto& [key, c] : cases) {
+        const Call& call = c.lists->calls.phases[c.phase].calls[c.call];
+        out.modes.insert(call.constant("mode"));
+        out.checked += check_cases({{key, c}}, s.target, s.device ? &*s.device : nullptr,
+                                   adjust_for(call.constant("ratio")));
+        ++out.seen;
+      }
+    }
+  }
+  report_without_kernel(without_kernel);
+  return out;
+}
+
 // index_select at the longest fills: the release share's decode calls at one and eight rows with every
 // active row at its cache's end (65,536 or 32,768 visible entries), so a row's 128 or 16 slices merge in
 // two levels (kernels/index_merge.cuh) and the candidate source keeps 2,048 of 8,192 blocks. The random
@@ -471,41 +508,67 @@ TEST(GpuOps, TiledProductsWithFewActiveRowsMatchTheCpuOps) {
 TEST(GpuOps, IndexSelectAtTheCachesEndMatchesTheCpuOp) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  auto inputs = synth_inputs("dsv41-release", SynthFormat::Release, 8);
-  ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
-  const std::set<std::string> ops = {"index_select"};
-  std::set<std::string> without_kernel;
-  ServingSettings official;
-  official.cache_format = CacheFormat::Official;
-  int checked = 0, cases_seen = 0;
-  for (const ServingSettings& settings : {ServingSettings{}, official}) {
-    auto r = plan_lists(*inputs, "release index_select", 4, 0, settings, s.target, without_kernel);
-    ASSERT_TRUE(r.is_ok()) << r.status().message();
-    for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
-      const Phase& phase = (*r)->calls.phases[p];
-      if (phase.kind != PhaseKind::Decode || (phase.rows != 1 && phase.rows != 8)) continue;
-      std::map<std::string, Case> cases;
-      collect(cases, *r, {p}, &ops, [](const Case&, const Case&) { return false; });
-      for (const auto& [key, c] : cases) {
-        const int64_t ratio = c.lists->calls.phases[c.phase].calls[c.call].constant("ratio");
-        const AdjustInputs at_the_end = [ratio](CallInputs& in) {
-          // index_select's one state argument is index_cache: its entries times the ratio are positions.
-          const int64_t limit = in.state_layout.begin()->second.decl->shape.at(0) * ratio;
-          for (int64_t row = 0; row < in.rows; ++row) {
-            int32_t* st = in.image.statics.data() + row * kStaticsFields;
-            if (st[kStaticSlot] >= 0) st[kStaticPosition] = static_cast<int32_t>(limit - in.rows + row);
-          }
-          in.description += fmt::format("; then row r at position {} - {} + r", limit, in.rows);
-        };
-        checked += check_cases({{key, c}}, s.target, s.device ? &*s.device : nullptr, at_the_end);
-        ++cases_seen;
-      }
+  const auto decode_1_8 = [](const RankLists& r) {
+    std::vector<size_t> picked;
+    for (size_t p = 0; p < r.calls.phases.size(); ++p) {
+      const Phase& phase = r.calls.phases[p];
+      if (phase.kind == PhaseKind::Decode && (phase.rows == 1 || phase.rows == 8)) picked.push_back(p);
     }
-  }
-  report_without_kernel(without_kernel);
-  EXPECT_EQ(checked, cases_seen);
-  if (!env_text("DSV41_GPU_FILTER")) EXPECT_GE(cases_seen, 8) << "rank 0's index_select variants at 1 and 8 rows";
-  std::printf("index_select at the caches' end: %d cases\n", checked);
+    return picked;
+  };
+  const auto at_the_end = [](int64_t ratio) -> AdjustInputs {
+    return [ratio](CallInputs& in) {
+      // index_select's one state argument is index_cache: its entries times the ratio are positions.
+      const int64_t limit = in.state_layout.begin()->second.decl->shape.at(0) * ratio;
+      for (int64_t row = 0; row < in.rows; ++row) {
+        int32_t* st = in.image.statics.data() + row * kStaticsFields;
+        if (st[kStaticSlot] >= 0) st[kStaticPosition] = static_cast<int32_t>(limit - in.rows + row);
+      }
+      in.description += fmt::format("; then row r at position {} - {} + r", limit, in.rows);
+    };
+  };
+  const IndexCases n = check_release_index_select(s, decode_1_8, at_the_end);
+  EXPECT_EQ(n.checked, n.seen);
+  if (!env_text("DSV41_GPU_FILTER")) EXPECT_GE(n.seen, 8) << "rank 0's index_select variants at 1 and 8 rows";
+  std::printf("index_select at the caches' end: %d cases\n", n.checked);
+}
+
+// index_select at prefill: the release share's variants (modes 0, 1, 2; bf16 and official caches) in its
+// smallest phase of more than 16 rows, which scores on the class path (kernels/index_prefill_scores.cuh),
+// with eight rows active at about 20,480 visible entries (the candidate source keeps 2,048 of 2,560
+// blocks) and the others inactive, so the CPU op stays near a second a case.
+TEST(GpuOps, IndexSelectAtPrefillMatchesTheCpuOp) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  static constexpr int64_t kActive = 8, kEntries = 20480;
+  const auto smallest_prefill = [](const RankLists& r) {
+    size_t pick = SIZE_MAX;
+    for (size_t p = 0; p < r.calls.phases.size(); ++p)
+      if (r.calls.phases[p].rows > 16 && (pick == SIZE_MAX || r.calls.phases[p].rows < r.calls.phases[pick].rows))
+        pick = p;
+    return pick == SIZE_MAX ? std::vector<size_t>{} : std::vector<size_t>{pick};
+  };
+  const auto prefill = [](int64_t ratio) -> AdjustInputs {
+    return [ratio](CallInputs& in) {
+      const int64_t limit = in.state_layout.begin()->second.decl->shape.at(0) * ratio;
+      const int64_t top = std::min(limit, kEntries * ratio);
+      for (int64_t row = 0; row < in.rows; ++row) {
+        int32_t* st = in.image.statics.data() + row * kStaticsFields;
+        if (row < kActive && st[kStaticSlot] >= 0) {
+          st[kStaticPosition] = static_cast<int32_t>(top - kActive + row);
+        } else {
+          st[kStaticToken] = 0, st[kStaticSlot] = -1, st[kStaticPosition] = 0;
+          st[kStaticFirstRow] = static_cast<int32_t>(row);
+        }
+      }
+      in.description += fmt::format("; then rows 0-{} at positions {} - {} + r, the others inactive", kActive - 1, top,
+                                    kActive);
+    };
+  };
+  const IndexCases n = check_release_index_select(s, smallest_prefill, prefill);
+  EXPECT_EQ(n.checked, n.seen);
+  if (!env_text("DSV41_GPU_FILTER")) EXPECT_EQ(n.modes, (std::set<int64_t>{0, 1, 2})) << "rank 0's prefill modes";
+  std::printf("index_select at prefill: %d cases\n", n.checked);
 }
 
 // sparse_attention's tensor-core path (kernels/sparse_attention_prefill.cuh) at the release shapes:
