@@ -35,25 +35,8 @@ bool tiled(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
           *f == WeightFormat::FP4Row32);
 }
 
-// kernels/gemv_fp8.cuh fp8_mma_takes: at 8 rows or fewer, bf16 x, e4m3 weights, K of whole 32-column groups
-// up to 12288 and one x range a block take the e4m3 MMA body, whose block stages x in dynamic shared memory:
-// (8·K + K/2) bytes an MMA, one MMA for 4 rows or fewer, two above (fp8_stage_bytes).
-constexpr int64_t kFp8Rows = 8, kFp8MaxK = 12288;
-
-int64_t fp8_stage_bytes(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
-  if (env.rows > kFp8Rows || n % 32 != 0 || n > kFp8MaxK || !one_x_range) return 0;
-  const BufferDecl* x = env.buffer ? env.buffer(call.arg("x")) : nullptr;
-  const std::optional<WeightFormat> f = env.weight_format ? env.weight_format(call.arg("w").ints[0]) : std::nullopt;
-  if (!x || x->dtype != DType::BF16 || !f || (*f != WeightFormat::FP8Tile32 && *f != WeightFormat::FP8Row32)) return 0;
-  return (env.rows <= 4 ? 1 : 2) * (8 * n + n / 2);
-}
-
 LaunchDims product_grid(const Call& call, const CallEnv& env, int64_t columns, int64_t n, bool one_x_range) {
-  if (!tiled(call, env, n, one_x_range)) {
-    LaunchDims d = gemv_grid(columns, env);
-    d.dynamic_shared = fp8_stage_bytes(call, env, n, one_x_range);
-    return d;
-  }
+  if (!tiled(call, env, n, one_x_range)) return gemv_grid(columns, env);
   LaunchDims d;
   d.block = 256;
   d.grid[0] = ceil_div(env.rows, kTileRows);

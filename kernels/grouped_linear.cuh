@@ -21,9 +21,10 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   static_assert(dtype_out == DT_F32 || dtype_out == DT_BF16, "out is F32 or BF16");
 #ifndef DSV41_CONTRACT_SCAN
   constexpr long long in_width = groups * in_per_group, out_width = groups * out_per_group;
-  constexpr bool one_x = groups == 1 || out_per_group % gemm_tile::kBN == 0;  // every block reads one x range
-  linear_detail::product_block<dtype_x, format_w, dtype_out, out_per_group % gemv_detail::kGemvGroup == 0, one_x,
-                               linear_detail::tiled_takes(dtype_x, format_w, in_per_group, one_x)>(
+  linear_detail::product_block<
+      dtype_x, format_w, dtype_out, out_per_group % gemv_detail::kGemvGroup == 0,
+      linear_detail::tiled_takes(dtype_x, format_w, in_per_group,
+                                 groups == 1 || out_per_group % gemm_tile::kBN == 0)>(
       rows, statics, x, in_width, [](long long col) { return (col / out_per_group) * in_per_group; }, w,
       in_per_group, out, out_width, out_width);
 #endif

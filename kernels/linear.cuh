@@ -11,7 +11,6 @@
 #pragma once
 
 #include "gemm_tile.cuh"
-#include "gemv_fp8.cuh"
 #include "gemv_stream.cuh"
 
 namespace dsv41k {
@@ -134,16 +133,14 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
                                                   out_width, col0 + cb, r);
 }
 
-// One block of a product over the gemv grid: at kFp8Rows rows or fewer, e4m3 weights with bf16 x and one
-// x range a block (kOneX) take the e4m3 MMA body of kernels/gemv_fp8.cuh (dynamic shared memory: its stage);
-// else the tensor-core body where it takes the shape (bf16 x,
+// One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
 // BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX) but for BF16 weights at
 // kGemvFewRows rows or fewer and wide matrices (split at most kGemvFewRowsSplit: the head), which stream
 // faster on CUDA cores; else the CUDA-core body (compiled for
 // the tensor-core variants only with BF16 weights: NVRTC time), else (f32 weights, rows not of whole
 // 16-byte chunks, unaligned buffers) the warp-per-column loop.
 // kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs.
-template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kOneX, bool kTiled, class X0>
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
                                               long long columns) {
@@ -161,16 +158,6 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
     fallback_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns,
                                                  split);
     return;
-  }
-  if constexpr (kOneX && fp8_mma_format(dtype_x, format_w)) {
-    if (rows <= kFp8Rows && fp8_mma_takes(dtype_x, format_w, n)) {
-      if (rows <= 4)
-        fp8_block<format_w, 1>(rows, x, x_width, x0_of, w, n, columns, split, red);
-      else
-        fp8_block<format_w, 2>(rows, x, x_width, x0_of, w, n, columns, split, red);
-      gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
-      return;
-    }
   }
   if constexpr (mma_takes(dtype_x, format_w) && kGroupX) {
     bool few = false;
@@ -195,7 +182,7 @@ __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, We
                                        Int out_features) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
-  linear_detail::product_block<dtype_x, format_w, dtype_out, true, true,
+  linear_detail::product_block<dtype_x, format_w, dtype_out, true,
                                linear_detail::tiled_takes(dtype_x, format_w, in_features, true)>(
       rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
 #endif
