@@ -7,7 +7,8 @@
 // Block shape (common/kernel_launch_products.cpp computes the same split from the same numbers):
 // 256 threads = 8 warps; a block owns gemv_columns_per_block(split) consecutive output columns (16
 // per group of `split` warps) and kGemvRows rows; warp w serves column group w / split and K slice
-// w % split. Grid (ceil(R / kGemvRows), ceil(columns / columns per block)). Two block bodies share the
+// w % split. Grid (ceil(R / kGemvRows), ceil(columns / columns per block), K parts: kernels/gemv_kparts.cuh,
+// 1 but for small grids at 16 rows or fewer). Two block bodies share the
 // geometry: gemv_mma.cuh (tensor cores, bf16 x) and gemv_block below (CUDA cores, every case else).
 #pragma once
 
