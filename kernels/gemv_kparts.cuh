@@ -55,7 +55,8 @@ __device__ __forceinline__ void gemv_store_parts(Rows rows, Statics statics, Scr
     const long long col = static_cast<long long>(blockIdx.y) * kGemvGroup + c;
     if (col >= columns || row0 + r >= rows) continue;
     float v = 0.0f;
-    for (int z = 0; z < kparts; ++z) v += __ldcg(&table[(static_cast<long long>(z) * gridDim.y + blockIdx.y) * kSlot + t]);
+    for (int z = 0; z < kparts; ++z)
+      v += __ldcg(&table[(static_cast<long long>(z) * gridDim.y + blockIdx.y) * kSlot + t]);
     store<dtype_out>(out, (row0 + r) * out_width + col, row_slot(statics, row0 + r) >= 0 ? v : 0.0f);
   }
 }
