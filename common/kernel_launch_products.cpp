@@ -1,5 +1,7 @@
 // common/kernel_launch_products.cpp — launches of the product ops (linear, grouped_linear); the
 // grids match the comments atop kernels/linear.cuh and kernels/grouped_linear.cuh.
+#include <algorithm>
+
 #include "common/kernel_launch_ops.h"
 #include "common/weight_format.h"
 
@@ -10,14 +12,28 @@ namespace {
 // warps share a group (split-K) until the grid has kTargetBlocks blocks; 16 rows a block. gemv_split /
 // gemv_columns_per_block there compute the same numbers on the device: keep them equal (the GPU op tests fail
 // otherwise).
-LaunchDims gemv_grid(int64_t columns, const CallEnv& env) {
-  constexpr int64_t kWarps = 8, kGroup = 16, kRows = 16, kTargetBlocks = 264;
+//
+// kernels/gemv_kparts.cuh: at 16 rows or fewer, a grid that split 8 leaves short of the target is split
+// over K across blocks too: grid z = the most K parts (at most 8) that keep y·z within kTargetBlocks and
+// give every warp slice a K block (4 chunks) or more. The kernel reads the count from gridDim.z.
+LaunchDims gemv_grid(const Call& call, const CallEnv& env, int64_t columns, int64_t n) {
+  constexpr int64_t kWarps = 8, kGroup = 16, kRows = 16, kTargetBlocks = 264, kMaxParts = 8;
   int64_t split = 1;
   while (split < kWarps && ceil_div(columns * split, kWarps * kGroup) < kTargetBlocks) split *= 2;
   LaunchDims d;
   d.block = 32 * kWarps;
   d.grid[0] = ceil_div(env.rows, kRows);
   d.grid[1] = ceil_div(columns, kWarps * kGroup / split);
+  const WeightFormat f = env.weight_format ? env.weight_format(call.arg("w").ints[0]).value_or(WeightFormat::F32)
+                                            : WeightFormat::F32;
+  const int64_t chunk = f == WeightFormat::BF16                                        ? 8  // elements a 16-byte chunk
+                        : f == WeightFormat::FP8Tile32 || f == WeightFormat::FP8Row32 ? 16
+                        : f == WeightFormat::FP4Row32                                  ? 32
+                                                                                       : 0;
+  if (env.rows <= kRows && split == kWarps && chunk > 0) {
+    const int64_t parts = std::min({kMaxParts, kTargetBlocks / d.grid[1], n / chunk / 4 / kWarps});
+    if (parts >= 2) d.grid[2] = parts;
+  }
   return d;
 }
 
@@ -41,7 +57,7 @@ std::optional<WeightFormat> tiled(const Call& call, const CallEnv& env, int64_t 
 
 LaunchDims product_grid(const Call& call, const CallEnv& env, int64_t columns, int64_t n, bool one_x_range) {
   const std::optional<WeightFormat> f = tiled(call, env, n, one_x_range);
-  if (!f) return gemv_grid(columns, env);
+  if (!f) return gemv_grid(call, env, columns, n);
   const bool wide = *f == WeightFormat::BF16;
   LaunchDims d;
   d.block = 256;

@@ -7,7 +7,8 @@
 // Block shape (common/kernel_launch_products.cpp computes the same split from the same numbers):
 // 256 threads = 8 warps; a block owns gemv_columns_per_block(split) consecutive output columns (16
 // per group of `split` warps) and kGemvRows rows; warp w serves column group w / split and K slice
-// w % split. Grid (ceil(R / kGemvRows), ceil(columns / columns per block)). Two block bodies share the
+// w % split. Grid (ceil(R / kGemvRows), ceil(columns / columns per block), K parts: kernels/gemv_kparts.cuh,
+// 1 but for small grids at 16 rows or fewer). Two block bodies share the
 // geometry: gemv_mma.cuh (tensor cores, bf16 x) and gemv_block below (CUDA cores, every case else).
 #pragma once
 
@@ -168,23 +169,25 @@ __device__ __forceinline__ void gemv_store(Rows rows, Statics statics, Scratch o
 }
 
 // The CUDA-core body: the warp's column group two columns at a time, each pair over the warp's K
-// slice; column c reads weight row c, whose n inputs are x[r, x0_of(c) .. + n). Partials into red.
+// slice (slice kslice of kslices: kernels/gemv_kparts.cuh splits K over blocks too); column c reads
+// weight row c, whose n inputs are x[r, x0_of(c) .. + n). Partials into red.
 // RB: the rows it serves (the tile's first RB; kGemvRows, or kGemvFewRows when the phase has no more);
 // U: chunks a lane keeps in flight per column.
 template <int dtype_x, int format_w, int RB, int U, class X0>
 __device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of, Weight w,
-                                           long long n, long long columns, int split, float* red) {
+                                           long long n, long long columns, int split, int kslice, int kslices,
+                                           float* red) {
   static_assert(RB >= 1 && RB <= kGemvRows && U >= 1, "gemv_block: rows 1..kGemvRows, U >= 1");
   constexpr int E = chunk_elems(format_w), NC = kGemvCols;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long long row0 = static_cast<long long>(blockIdx.x) * RB;
-  const int group = warp / split, slice = warp % split;
+  const int group = warp / split;
   const int nr = static_cast<int>(rows - row0 < RB ? rows - row0 : RB);
   bool active[RB];
 #pragma unroll
   for (int r = 0; r < RB; ++r) active[r] = r < nr && row_slot(statics, row0 + r) >= 0;
   const long long chunks = n / E;
-  const long long stride = 32ll * split;
+  const long long stride = 32ll * kslices;
   for (int pair = 0; pair < kGemvGroup / NC; ++pair) {
     const long long col0 =
         static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + group * kGemvGroup + pair * NC;
@@ -202,7 +205,7 @@ __device__ __forceinline__ void gemv_block(Rows rows, Statics statics, Scratch x
     for (int j = 0; j < NC; ++j)
 #pragma unroll
       for (int r = 0; r < RB; ++r) acc[j][r] = 0.0f;
-    for (long long c0 = static_cast<long long>(slice) * 32 + lane; c0 < chunks; c0 += stride * U) {
+    for (long long c0 = static_cast<long long>(kslice) * 32 + lane; c0 < chunks; c0 += stride * U) {
       uint4 raw[U][NC];
       float s[U][NC];
 #pragma unroll

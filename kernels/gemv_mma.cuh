@@ -184,12 +184,12 @@ __device__ __forceinline__ void mma_store(const float (*d)[4], float* mine) {
 // One warp's MMA partials: 16 weight rows gcol .. gcol + 15 (clamped below `columns`) against up to 16
 // inputs (input i is the bf16 run xs + xrow(i), for i < nrows; zeros after) over K slice `slice` of
 // `split` (lanes' chunks beyond the row's n / E read as zeros), into mine[column·kGemvRows + input].
-// kL2: read x through L2 only (another block wrote it in this launch).
-template <int FMT, bool kL2, class XRow>
+// kL2: read x through L2 only (another block wrote it in this launch). U: K blocks a lane keeps in flight
+// (the experts' default; the products pass their own: kernels/gemv_stream.cuh kProductBatch).
+template <int FMT, bool kL2, int U = (FMT == WF_FP4_ROW32 ? 2 : 4), class XRow>
 __device__ __forceinline__ void mma_tile(const unsigned short* xs, XRow xrow, int nrows, Weight w, long long n,
                                          long long gcol, long long columns, int slice, int split, float* mine) {
-  constexpr int E = chunk_elems(FMT);             // elements of a lane's chunk
-  constexpr int U = FMT == WF_FP4_ROW32 ? 2 : 4;  // K blocks a lane keeps in flight
+  constexpr int E = chunk_elems(FMT);  // elements of a lane's chunk
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   float d[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
   const long long c0 = gcol + g < columns ? gcol + g : columns - 1,

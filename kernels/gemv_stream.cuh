@@ -84,11 +84,17 @@ __device__ __forceinline__ void mma_stream(const unsigned short* xs, XRow xrow, 
   mma_store(d, mine);
 }
 
+// K blocks a lane of the products' mma_tile keeps in flight: 2 (the experts keep 4 for FP8) puts the FP8
+// linear and grouped_linear variants at 78-80 registers instead of 102-107, so three blocks (24 warps) an
+// SM instead of two, for a body that waits on its loads at 25% occupancy (docs/perf.md, branch dfp8).
+constexpr int kProductBatch = 2;
+
 // The tensor-core body of the GEMV: the warp's column group and K slice into red (gemv_store sums them).
+// K slice kslice of kslices (kernels/gemv_kparts.cuh splits K over blocks too).
 template <int format_w, class X0>
 __device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x_width, X0 x0_of, Weight w, long long n,
-                                               long long columns, int split, float* red) {
-  const int warp = threadIdx.x >> 5, group = warp / split, slice = warp % split;
+                                               long long columns, int split, int kslice, int kslices, float* red) {
+  const int warp = threadIdx.x >> 5, group = warp / split;
   const long long row0 = static_cast<long long>(blockIdx.x) * kGemvRows;
   const long long gcol = static_cast<long long>(blockIdx.y) * gemv_columns_per_block(split) + group * kGemvGroup;
   float* mine = red + warp * kGemvGroup * kGemvRows;
@@ -100,9 +106,10 @@ __device__ __forceinline__ void gemv_mma_block(Rows rows, Scratch x, long long x
   const unsigned short* xs = static_cast<const unsigned short*>(x);
   auto xrow = [&](int i) { return (row0 + i) * x_width + x0; };
   if constexpr (stream_stages<format_w>() > 0)
-    mma_stream<format_w>(xs, xrow, static_cast<int>(nrows), w, n, gcol, columns, slice, split, mine);
+    mma_stream<format_w>(xs, xrow, static_cast<int>(nrows), w, n, gcol, columns, kslice, kslices, mine);
   else
-    mma_tile<format_w, false>(xs, xrow, static_cast<int>(nrows), w, n, gcol, columns, slice, split, mine);
+    mma_tile<format_w, false, kProductBatch>(xs, xrow, static_cast<int>(nrows), w, n, gcol, columns, kslice, kslices,
+                                             mine);
 }
 
 #endif  // DSV41_CONTRACT_SCAN

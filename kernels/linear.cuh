@@ -1,8 +1,9 @@
 // kernels/linear.cuh — out = x·wᵀ for every active row (docs/ops.md "linear"); inactive rows get zeros.
 //
 // Launch (common/kernel_launch_products.cpp): the streaming GEMV of kernels/gemv.cuh — block 256
-// threads, grid (ceil(R / kGemvRows), ceil(out_features / columns per block)), the split-K factor a
-// function of out_features alone. out_features only sizes the grid: it is a run-time parameter, and
+// threads, grid (ceil(R / kGemvRows), ceil(out_features / columns per block), K parts), the split-K
+// factor a function of out_features alone; K parts > 1 for small grids at 16 rows or fewer
+// (kernels/gemv_kparts.cuh). out_features only sizes the grid: it is a run-time parameter, and
 // the head's vocabulary rows (different on each rank) share one variant. Shapes the streaming path
 // does not take (f32 weights, rows not of whole 16-byte chunks) run the warp-per-column loop below
 // over the same grid. Phases above kGemvRows rows with bf16 x, BF16/FP8/FP4 weights and K of whole
@@ -13,6 +14,7 @@
 #pragma once
 
 #include "gemm_tile.cuh"
+#include "gemv_kparts.cuh"
 #include "gemv_stream.cuh"
 
 namespace dsv41k {
@@ -156,25 +158,33 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
     }
   }
   __shared__ float red[kGemvReduceFloats];
-  const int split = gemv_split(columns);
-  if (static_cast<long long>(blockIdx.x) * kGemvRows >= rows) return;
+  const int split = gemv_split(columns), kparts = gemv_kparts(split);
+  if (static_cast<long long>(blockIdx.x) * kGemvRows >= rows || blockIdx.z >= kparts) return;
   if (!gemv_applies<dtype_x, format_w>(x, w.data, x_width, x0_of(0), n)) {
-    fallback_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns,
-                                                 split);
+    if (blockIdx.z == 0)  // K parts are for the streaming bodies: block z = 0 takes all of K here
+      fallback_block<dtype_x, format_w, dtype_out>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns,
+                                                   split);
     return;
   }
+  // This warp's K slice: blocks z share the column block's K (kernels/gemv_kparts.cuh).
+  const int kslice = static_cast<int>(blockIdx.z) * split + (threadIdx.x >> 5) % split, kslices = split * kparts;
   if constexpr (mma_takes(dtype_x, format_w) && kGroupX) {
     bool few = false;
     if constexpr (format_w == WF_BF16) {
       few = rows <= kGemvFewRows && split <= kGemvFewRowsSplit;
       if (few)
-        gemv_block<dtype_x, format_w, kGemvFewRows, 4>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+        gemv_block<dtype_x, format_w, kGemvFewRows, 4>(rows, statics, x, x_width, x0_of, w, n, columns, split, kslice,
+                                                       kslices, red);
     }
-    if (!few) gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, red);
+    if (!few) gemv_mma_block<format_w>(rows, x, x_width, x0_of, w, n, columns, split, kslice, kslices, red);
   } else {
-    gemv_block<dtype_x, format_w, kGemvRows, 2>(rows, statics, x, x_width, x0_of, w, n, columns, split, red);
+    gemv_block<dtype_x, format_w, kGemvRows, 2>(rows, statics, x, x_width, x0_of, w, n, columns, split, kslice, kslices,
+                                                red);
   }
-  gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
+  if (kparts > 1)
+    gemv_store_parts<dtype_out>(rows, statics, out, out_width, columns, split, kparts, red);
+  else
+    gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
 }
 #endif
 }  // namespace linear_detail

@@ -529,5 +529,60 @@ TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
   counts().release += checked;
 }
 
+// The decode products split over K parts (kernels/gemv_kparts.cuh: grid z > 1, each block one K part, the
+// column block's last block adding the parts in z order): the bench fixture at world 4 rank 0, bf16 and
+// release packs, decode rows 1 and 8 (wq_a 1280x5120 in 3 parts, wkv 512x5120 in 8: 80 K blocks of 4
+// chunks over 24 and 64 warp slices, so slices get unequal shares). One case per key, row count and part count.
+TEST(GpuOps, DecodeProductsSplitOverKPartsMatchTheCpuOps) {
+  GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  std::map<std::string, Case> cases;
+  std::set<std::string> without_kernel;
+  int ragged = 0;
+  for (SynthFormat format : {SynthFormat::BF16, SynthFormat::Release}) {
+    auto inputs = synth_inputs("dsv41-bench", format, 1);
+    ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
+    ServingSettings settings;
+    settings.context = 1024;
+    settings.slots = 8;
+    settings.prefill_rows = {16};
+    settings.decode_rows = {1, 8};
+    auto r = plan_lists(*inputs, format == SynthFormat::BF16 ? "bench bf16" : "bench release-format", 4, 0, settings,
+                        s.target, without_kernel);
+    ASSERT_TRUE(r.is_ok()) << r.status().message();
+    for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
+      const Phase& phase = (*r)->calls.phases[p];
+      if (phase.kind != PhaseKind::Decode) continue;
+      for (size_t c = 0; c < phase.calls.size(); ++c) {
+        const Call& call = phase.calls[c];
+        if ((call.op != "linear" && call.op != "grouped_linear") || call.launch.variant < 0 || call.launch.grid[2] < 2)
+          continue;
+        const PlannedVariant& v = (*r)->plan.variants.at(call.launch.variant);
+        if (!filter_takes(v.variant.key)) continue;
+        const std::string map_key = fmt::format("{} rows {} parts {}", v.variant.key, phase.rows, call.launch.grid[2]);
+        if (cases.count(map_key)) continue;
+        // K blocks of 4 chunks (kernels/gemv_mma.cuh) over 8 warp slices a part: ragged when they do not divide.
+        const int64_t n = call.op == "linear" ? call.constant("in_features") : call.constant("in_per_group");
+        const int64_t elems = v.variant.key.find("format_w=bf16") != std::string::npos ? 8 : 16;
+        ragged += (n / elems / 4) % (8 * call.launch.grid[2]) != 0;
+        cases.emplace(map_key, Case{v.variant.key, *r, p, c, v,
+                                      fmt::format("{}, {} K parts", where_of(**r, p, c), call.launch.grid[2])});
+      }
+    }
+  }
+  report_without_kernel(without_kernel);
+  if (!env_text("DSV41_GPU_FILTER")) {  // both weight formats, both row counts, unequal slices
+    for (const char* fmt_text : {"format_w=bf16", "format_w=fp8_tile32"})
+      for (const char* rows : {" rows 1 ", " rows 8 "})
+        EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) {
+          return kv.first.find(fmt_text) != std::string::npos && kv.first.find(rows) != std::string::npos;
+        })) << "no product split over K parts with " << fmt_text << " at" << rows;
+    EXPECT_GT(ragged, 0) << "no case whose K blocks the warp slices share unequally";
+  }
+  const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
+  EXPECT_EQ(checked, static_cast<int>(cases.size()));
+  std::printf("products split over K parts: %d cases (%d with unequal slices)\n", checked, ragged);
+}
+
 }  // namespace
 }  // namespace dsv41::gpu_test
