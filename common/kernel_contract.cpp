@@ -148,6 +148,10 @@ Result<Variant> variant_of(const Call& call, const CallEnv& env, const std::stri
       used_constants.insert(name);
       continue;
     }
+    if (name == "many_rows") {  // the phase's row class (kManyRowsAbove)
+      v.template_args.push_back({name, env.rows > kManyRowsAbove ? 1 : 0});
+      continue;
+    }
     if (name.rfind("format_", 0) == 0) {
       const std::string arg = name.substr(7);
       const Arg* a = call.find_arg(arg);
@@ -177,7 +181,7 @@ Result<Variant> variant_of(const Call& call, const CallEnv& env, const std::stri
       }
     }
     return Status::errorf("kernels/{}.cuh: template parameter {} is neither a constant of op {}, dtype_<arg> of one "
-                          "of its buffer arguments nor format_<arg> of one of its weight arguments",
+                          "of its buffer arguments, format_<arg> of one of its weight arguments nor many_rows",
                           call.op, name, call.op);
   }
   for (const KernelParam& p : contract->params) {

@@ -48,6 +48,14 @@ struct KernelSource {
 };
 const std::vector<KernelSource>& kernel_sources();
 
+// The row class a template parameter named `many_rows` binds to: 1 in phases of more than this many rows
+// (prefill segments: the tiled tensor-core bodies), 0 otherwise (decode windows). A kernel with paths
+// for both takes it so that each phase's variant compiles one path only: a path's registers then do not
+// cap the other's occupancy (docs/perf.md, the sixth session: sparse_attention's decode variants went
+// from 128 to 163 registers when its prefill path grew). The launch rules' own 16-row switches
+// (common/kernel_launch_*.cpp) must equal it.
+constexpr int64_t kManyRowsAbove = 16;
+
 // What a call's parameters derive from besides the call itself: the phase's rows and the
 // declarations of its buffer and weight arguments.
 struct CallEnv {

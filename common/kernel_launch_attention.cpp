@@ -45,16 +45,17 @@ constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 32, kAttnM
 constexpr int64_t kAttnMaxHeadDim = 2048;
 // Its static arrays, about 10 KiB.
 constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 32) + 12 * 32 + 16;
-constexpr int64_t kAttnSplitRows = 16;      // phases of at most this many rows split their keys
+constexpr int64_t kAttnSplitRows = kManyRowsAbove;  // phases of at most this many rows split their keys
 constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
 constexpr int64_t kAttnCombineSplits = 64;  // (head, split) partials one combining block reads at most
 
 // Mirrors sparse_attention_prefill of kernels/sparse_attention_prefill.cuh: phases of more than
-// kAttnSplitRows rows with bf16 kv and ring (the cache is then bf16 too) and head_dim a multiple of 16 up
-// to 512 run on tensor cores, a block a (row, 16 heads), 32-key tiles.
+// kManyRowsAbove rows (the variants with many_rows = 1) with bf16 kv and ring (the cache is then bf16
+// too) and head_dim a multiple of 16 up to 512 run on tensor cores, a block a (row, 16 heads), 32-key
+// tiles.
 constexpr int64_t kPrefillHeads = 16, kPrefillKeys = 32, kPrefillMaxDim = 512;
 bool prefill_attention(const Call& call, const CallEnv& env, int64_t dh) {
-  if (env.rows <= kAttnSplitRows || dh % 16 != 0 || dh > kPrefillMaxDim || !env.buffer) return false;
+  if (env.rows <= kManyRowsAbove || dh % 16 != 0 || dh > kPrefillMaxDim || !env.buffer) return false;
   const BufferDecl* kv = env.buffer(call.arg("kv"));
   const BufferDecl* ring = env.buffer(call.arg("ring"));
   return kv && ring && kv->dtype == DType::BF16 && ring->dtype == DType::BF16;

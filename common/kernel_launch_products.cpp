@@ -37,15 +37,16 @@ LaunchDims gemv_grid(const Call& call, const CallEnv& env, int64_t columns, int6
   return d;
 }
 
-// kernels/linear.cuh tiled_takes: above 16 rows, bf16 x, a weight format the tile decodes, K (n) of
-// whole 32-column steps and every 128-column tile within one x range run the tiled tensor-core GEMM:
+// kernels/linear.cuh tiled_takes: above 16 rows (kManyRowsAbove: the variants with many_rows = 1), bf16 x,
+// a weight format the tile decodes, K (n) of whole 32-column steps and every 128-column tile within one x
+// range run the tiled tensor-core GEMM:
 // grid (ceil(R / BM), ceil(columns / 128)); BM (kernels/gemm_tile.cuh tile_rows) 128 for BF16 weights, in
 // four stages of dynamic shared memory, else 64 in three.
 constexpr int64_t kTileCols = 128, kTileK = 32;
 
 // The weight format when the tiled GEMM takes the call, else nothing.
 std::optional<WeightFormat> tiled(const Call& call, const CallEnv& env, int64_t n, bool one_x_range) {
-  if (env.rows <= 16 || n % kTileK != 0 || !one_x_range) return std::nullopt;
+  if (env.rows <= kManyRowsAbove || n % kTileK != 0 || !one_x_range) return std::nullopt;
   const BufferDecl* x = env.buffer ? env.buffer(call.arg("x")) : nullptr;
   const std::optional<WeightFormat> f = env.weight_format ? env.weight_format(call.arg("w").ints[0]) : std::nullopt;
   if (!x || x->dtype != DType::BF16 || !f) return std::nullopt;

@@ -11,7 +11,8 @@
 namespace dsv41k {
 namespace entry {
 
-template <long long groups, long long in_per_group, long long out_per_group, int dtype_x, int format_w, int dtype_out>
+template <long long groups, long long in_per_group, long long out_per_group, long long many_rows, int dtype_x,
+          int format_w, int dtype_out>
 __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out) {
   static_assert(groups >= 1 && groups <= (1 << 24), "groups out of range");
   static_assert(in_per_group >= 1 && in_per_group <= (1 << 24), "in_per_group out of range");
@@ -23,8 +24,8 @@ __device__ __forceinline__ void grouped_linear(Rows rows, Statics statics, Scrat
   constexpr long long in_width = groups * in_per_group, out_width = groups * out_per_group;
   linear_detail::product_block<
       dtype_x, format_w, dtype_out, out_per_group % gemv_detail::kGemvGroup == 0,
-      linear_detail::tiled_takes(dtype_x, format_w, in_per_group,
-                                 groups == 1 || out_per_group % gemm_tile::kBN == 0),
+      many_rows && linear_detail::tiled_takes(dtype_x, format_w, in_per_group,
+                                              groups == 1 || out_per_group % gemm_tile::kBN == 0),
       gemm_tile::tile_k(format_w, in_per_group)>(
       rows, statics, x, in_width, [](long long col) { return (col / out_per_group) * in_per_group; }, w,
       in_per_group, out, out_width, out_width);

@@ -6,8 +6,9 @@
 // (kernels/gemv_kparts.cuh). out_features only sizes the grid: it is a run-time parameter, and
 // the head's vocabulary rows (different on each rank) share one variant. Shapes the streaming path
 // does not take (f32 weights, rows not of whole 16-byte chunks) run the warp-per-column loop below
-// over the same grid. Phases above kGemvRows rows with bf16 x, BF16/FP8/FP4 weights and K of whole
-// 32-column steps (tiled_takes) run the tiled tensor-core GEMM of kernels/gemm_tile.cuh instead: grid
+// over the same grid. Phases above kGemvRows rows (their variants: many_rows = 1) with bf16 x,
+// BF16/FP8/FP4 weights and K of whole 32-column steps (tiled_takes) run the tiled tensor-core GEMM of
+// kernels/gemm_tile.cuh instead: grid
 // (ceil(R / BM), ceil(out_features / 128)) with BM = gemm_tile::tile_rows(format_w) (128 for BF16
 // weights, else 64), common/kernel_launch_ops.h's kWideGemmSmemBytes or kGemmSmemBytes of dynamic shared
 // memory (the most gemm_tile::smem_bytes needs at those rows).
@@ -143,19 +144,16 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
 // faster on CUDA cores; else the CUDA-core body (compiled for
 // the tensor-core variants only with BF16 weights: NVRTC time), else (f32 weights, rows not of whole
 // 16-byte chunks, unaligned buffers) the warp-per-column loop.
-// kTiled (tiled_takes): above kGemvRows rows the launch is the tiled grid and tiled_block runs, in K
-// steps of kTileK (gemm_tile::tile_k).
+// kTiled (tiled_takes, in the variants of phases above kGemvRows rows: many_rows, common/kernel_contract.h):
+// the launch is the tiled grid and tiled_block runs, in K steps of kTileK (gemm_tile::tile_k).
 template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, int kTileK, class X0>
 __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
                                               Weight w, long long n, Scratch out, long long out_width,
                                               long long columns) {
   using namespace gemv_detail;
-  if constexpr (kTiled) {
-    if (rows > kGemvRows) {
-      tiled_block<dtype_x, format_w, dtype_out, kTileK>(rows, statics, x, x_width, x0_of, w, n, out, out_width,
-                                                        columns);
-      return;
-    }
+  if constexpr (kTiled) {  // the code below is then dead: the tile's registers stay out of the decode variants
+    tiled_block<dtype_x, format_w, dtype_out, kTileK>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns);
+    return;
   }
   __shared__ float red[kGemvReduceFloats];
   const int split = gemv_split(columns), kparts = gemv_kparts(split);
@@ -191,13 +189,13 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
 
 namespace entry {
 
-template <long long in_features, int dtype_x, int format_w, int dtype_out>
+template <long long in_features, long long many_rows, int dtype_x, int format_w, int dtype_out>
 __device__ __forceinline__ void linear(Rows rows, Statics statics, Scratch x, Weight w, Scratch out,
                                        Int out_features) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(in_features > 0 && in_features <= (1 << 20), "in_features out of range");
   linear_detail::product_block<dtype_x, format_w, dtype_out, true,
-                               linear_detail::tiled_takes(dtype_x, format_w, in_features, true),
+                               many_rows && linear_detail::tiled_takes(dtype_x, format_w, in_features, true),
                                gemm_tile::tile_k(format_w, in_features)>(
       rows, statics, x, in_features, [](long long) { return 0ll; }, w, in_features, out, out_features, out_features);
 #endif

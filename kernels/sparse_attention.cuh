@@ -4,9 +4,9 @@
 // key once for all of them, and at decode a row's keys are split over blocks whose partial results
 // (running max, sum, accumulator) one block combines.
 //
-// Phases of more than 16 rows with bf16 activations, ring and cache run the tensor-core path of
-// kernels/sparse_attention_prefill.cuh instead (its own grid and shared memory); what follows is the
-// CUDA-core path of every other call.
+// Phases of more than 16 rows (their variants have many_rows = 1: common/kernel_contract.h) with bf16
+// activations, ring and cache run the tensor-core path of kernels/sparse_attention_prefill.cuh instead
+// (its own grid and shared memory); what follows is the CUDA-core path of every other call.
 //
 // Launch (common/kernel_launch_attention.cpp): grid (R, ⌈H/G⌉, S), 256 threads a block; G (heads a
 // block, at most kMaxGroup) and S (splits of the keys) come from the launch, the kernel reads them
@@ -170,8 +170,8 @@ __device__ __forceinline__ void each_acc(const float (&acc)[kMaxGroup][P][2], in
 
 namespace entry {
 
-template <long long heads, long long head_dim, long long window, long long topk, int dtype_kv, int dtype_ring,
-          int dtype_cache, int format_sink, int dtype_out>
+template <long long heads, long long head_dim, long long window, long long topk, long long many_rows, int dtype_kv,
+          int dtype_ring, int dtype_cache, int format_sink, int dtype_out>
 __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Errors errors, Scratch q, Scratch kv,
                                                  State ring, Int ring_rows, State cache, Int cache_rows,
                                                  Scratch selected,
@@ -190,11 +190,11 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   using namespace sparse_attention_detail;
   constexpr int H = static_cast<int>(heads), Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window),
                 K = static_cast<int>(topk);
-  if constexpr (sparse_attention_prefill::takes(dtype_kv, dtype_ring, head_dim)) {
-    if (rows > sparse_attention_prefill::kDecodeRows)  // the tensor-core path (its own launch)
-      return sparse_attention_prefill::attend<H, Dh, Wn, K, format_sink>(
-          rows, statics, errors, q, kv, ring, ring_rows, cache, cache_rows, selected, sink, scale, out);
-  }
+  // Prefill phases' variants (many_rows: common/kernel_contract.h) take the tensor-core path where it takes
+  // the shape, and the code below is then dead: each path's registers stay out of the other's variants.
+  if constexpr (many_rows && sparse_attention_prefill::takes(dtype_kv, dtype_ring, head_dim))
+    return sparse_attention_prefill::attend<H, Dh, Wn, K, format_sink>(
+        rows, statics, errors, q, kv, ring, ring_rows, cache, cache_rows, selected, sink, scale, out);
   constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
   constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
   // Key loads a thread has in flight while filling a tile: all of a tile's at Dh 512 for bf16 rows (one

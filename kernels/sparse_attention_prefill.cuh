@@ -5,8 +5,9 @@
 // softmax, O += P·V (V = K).
 //
 // Taken (kernels/sparse_attention.cuh's entry; common/kernel_launch_attention.cpp decides the same) by
-// phases of more than kDecodeRows rows with bf16 activations and bf16 ring and cache (served bf16 mode,
-// bf16 cache format) and Dh a multiple of 16 up to kMaxDim. Check mode (f32) and the packed (official)
+// phases of more than 16 rows (variants with many_rows = 1: common/kernel_contract.h) with bf16
+// activations and bf16 ring and cache (served bf16 mode, bf16 cache format) and Dh a multiple of 16 up
+// to kMaxDim. Check mode (f32) and the packed (official)
 // caches keep the CUDA-core path. Launch: grid (R, ⌈H/16⌉, 1), 256 threads, shared_bytes(Dh) of dynamic
 // shared memory.
 //
@@ -31,7 +32,6 @@ constexpr int kHeads = 16;              // heads a block: the MMA's rows
 constexpr int kKeys = 32;               // keys a tile: 4 MMA columns of 8
 constexpr int kEach = kKeys / 16;       // keys of a tile a softmax thread takes (16 threads a head)
 constexpr int kMaxDim = 512;            // the key tile's shared memory grows with Dh
-constexpr int kDecodeRows = 16;         // phases of at most this many rows take the split CUDA-core path
 constexpr int kPartStride = kKeys + 8;  // floats a head's logit parts: float2 stores in distinct banks
 constexpr int kPStride = kKeys + 8;     // bf16 a head's weights: ldmatrix rows in distinct banks
 __device__ constexpr long long key_stride(long long dh) { return dh + 8; }  // bf16: ldmatrix conflict-free

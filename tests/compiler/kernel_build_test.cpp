@@ -110,10 +110,13 @@ TEST(KernelBuild, BuildsARealVariantFromTheKernelTable) {
   // kernels/linear.cuh through variant_source and the embedded kernel_sources(), as dsv41c builds it.
   Variant v;
   v.op = "linear";
-  v.template_args = {{"in_features", 64}, {"dtype_x", 1 /* DT_BF16 */}, {"format_w", 2 /* WF_FP8_TILE32 */},
+  v.template_args = {{"in_features", 64},
+                     {"many_rows", 0},
+                     {"dtype_x", 1 /* DT_BF16 */},
+                     {"format_w", 2 /* WF_FP8_TILE32 */},
                      {"dtype_out", 0 /* DT_F32 */}};
   v.arch = kArch;
-  v.key = "linear{in_features=64,dtype_x=bf16,format_w=fp8_tile32,dtype_out=f32}@sm_90a";
+  v.key = "linear{in_features=64,many_rows=0,dtype_x=bf16,format_w=fp8_tile32,dtype_out=f32}@sm_90a";
   v.id = hash_text(v.key);
   v.entry = "dsv41_" + hex64(v.id);
   ASSERT_NE(find_contract("linear"), nullptr);

@@ -136,15 +136,24 @@ TEST(KernelPlan, ACallThatDoesNotBindToItsKernelIsRefusedByName) {
   env.weight_format = [](int64_t) -> std::optional<WeightFormat> { return WeightFormat::FP8Tile32; };
   auto ok = variant_of(call, env, "sm_90a");
   ASSERT_TRUE(ok.is_ok()) << ok.status().message();
-  EXPECT_EQ(ok->key, "linear{in_features=64,dtype_x=bf16,format_w=fp8_tile32,dtype_out=f32}@sm_90a");
+  EXPECT_EQ(ok->key, "linear{in_features=64,many_rows=0,dtype_x=bf16,format_w=fp8_tile32,dtype_out=f32}@sm_90a");
   EXPECT_EQ(ok->entry.size(), 6u + 16u);
+
+  // many_rows is the phase's row class: phases above kManyRowsAbove rows get a variant of their own.
+  CallEnv many_env = env;
+  many_env.rows = kManyRowsAbove + 1;
+  auto many = variant_of(call, many_env, "sm_90a");
+  ASSERT_TRUE(many.is_ok()) << many.status().message();
+  EXPECT_EQ(many->key, "linear{in_features=64,many_rows=1,dtype_x=bf16,format_w=fp8_tile32,dtype_out=f32}@sm_90a");
+  many_env.rows = kManyRowsAbove;
+  EXPECT_EQ(variant_of(call, many_env, "sm_90a")->key, ok->key);
 
   // The weight's stored format is part of the key: a bf16 pack gives another variant.
   CallEnv bf16_env = env;
   bf16_env.weight_format = [](int64_t) -> std::optional<WeightFormat> { return WeightFormat::BF16; };
   auto bf16 = variant_of(call, bf16_env, "sm_90a");
   ASSERT_TRUE(bf16.is_ok()) << bf16.status().message();
-  EXPECT_EQ(bf16->key, "linear{in_features=64,dtype_x=bf16,format_w=bf16,dtype_out=f32}@sm_90a");
+  EXPECT_EQ(bf16->key, "linear{in_features=64,many_rows=0,dtype_x=bf16,format_w=bf16,dtype_out=f32}@sm_90a");
   EXPECT_NE(bf16->id, ok->id);
 
   // A weight whose format is unknown (a scale tensor, an unread dtype) is refused by name.
@@ -166,7 +175,7 @@ TEST(KernelPlan, ACallThatDoesNotBindToItsKernelIsRefusedByName) {
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().message(),
             "kernels/linear.cuh: template parameter format_w is neither a constant of op linear, dtype_<arg> of one of "
-            "its buffer arguments nor format_<arg> of one of its weight arguments");
+            "its buffer arguments, format_<arg> of one of its weight arguments nor many_rows");
 
   Call renamed = call;
   renamed.constants[0].name = "in";
