@@ -150,9 +150,11 @@ TEST(MemoryLedger, TotalCountsDeviceWeightsStateAndActivationsButNotHostTables) 
   EXPECT_EQ(m.limit, 123456789u);
 }
 
+// A share of the tiny fixture, for the checks that only name it.
+RankShare tiny_share(int world, int rank) { return share_of(test::fixture_config("dsv41-tiny"), world, rank); }
+
 TEST(MemoryLedger, FitsAtOrUnderTheLimitAndWithoutOne) {
-  const ModelConfig config = test::fixture_config("dsv41-tiny");
-  const RankShare share = share_of(config, 2, 0);
+  const RankShare share = tiny_share(2, 0);
   MemoryLedger m;
   m.total = 5000;
   m.limit = 0;
@@ -202,13 +204,12 @@ TEST(MemoryLedger, LedgerTextShowsHostTablesOnlyWhenPresentAndTheLimitWhenChecke
 
 // The kernels' module globals, once compiled, are a ledger line of their own, in the total and so in the limit.
 TEST(MemoryLedger, KernelGlobalsJoinTheTotalTheLimitAndTheText) {
-  const ModelConfig config = test::fixture_config("dsv41-tiny");
-  const RankShare share = share_of(config, 1, 0);
   MemoryLedger m;
   m.weights_split = 1000;
   m.activations = 500;
   m.total = 1500;
   m.limit = 2000;
+  const RankShare share = tiny_share(1, 0);
   EXPECT_TRUE(check_fits(m, share, "--memory-gib").is_ok());
   add_kernel_globals(m, 600);
   EXPECT_EQ(m.kernel_globals, 600u);
