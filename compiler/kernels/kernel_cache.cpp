@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/elf_sections.h"
 #include "common/hashing.h"
 #include "common/program_file.h"
 
@@ -73,6 +74,13 @@ std::optional<CachedKernel> load_cached_kernel(const std::string& dir, uint64_t 
     if (!cubin || cubin->size() != size) return std::nullopt;
     if (hex64(hash_bytes(cubin->data(), cubin->size())) != digest) return std::nullopt;
     if (!looks_like_cubin(*cubin, entry)) return std::nullopt;
+    // Read from the cubin itself, so entries written before the field existed (no "module_globals")
+    // stay hits without a recompile; an entry that records a different value is not trusted.
+    auto globals = module_global_bytes(cubin->data(), cubin->size(), hex64(key));
+    if (!globals.is_ok()) return std::nullopt;
+    cached.resources.module_globals = static_cast<int64_t>(*globals);
+    if (meta.contains("module_globals") && meta.at("module_globals").get<int64_t>() != cached.resources.module_globals)
+      return std::nullopt;
     cached.cubin = std::move(*cubin);
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a field missing or of the wrong type
@@ -92,6 +100,7 @@ Status store_cached_kernel(const std::string& dir, uint64_t key, const std::stri
   meta["registers"] = resources.registers;
   meta["static_shared"] = resources.static_shared;
   meta["local_bytes"] = resources.local_bytes;
+  meta["module_globals"] = resources.module_globals;
   const std::string text = meta.dump(2) + "\n";
   DSV41_TRY(write_file_atomic(kernel_cache_path(dir, key, ".cubin"), cubin.data(), cubin.size()));
   DSV41_TRY(write_file_atomic(kernel_cache_path(dir, key, ".json"), text.data(), text.size()));

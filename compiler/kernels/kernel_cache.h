@@ -1,5 +1,6 @@
 // compiler/kernels/kernel_cache.h — the content-addressed cache of compiled kernels: <dir>/<key>.cubin and
-// <dir>/<key>.json (resources, size and hash of the cubin), keyed by everything that decides the cubin.
+// <dir>/<key>.json (resources, module globals, size and hash of the cubin), keyed by everything that
+// decides the cubin.
 // An entry is never trusted: a missing, short, corrupt or mismatched one is ignored (and rebuilt).
 #pragma once
 
@@ -28,6 +29,8 @@ struct CachedKernel {
 
 // The entry for `key`, or nothing when it is absent or fails any check: the JSON parses and names
 // the same key, the cubin has the recorded size and hash, starts with the ELF magic and holds `entry`.
+// The module globals are read from the cubin's section headers (a malformed one is a miss); an entry
+// without the field (written before it existed) is a hit, one recording another value a miss.
 std::optional<CachedKernel> load_cached_kernel(const std::string& dir, uint64_t key, const std::string& entry);
 
 // Writes the cubin, then the JSON, each with write_file_atomic (the JSON last: it validates the cubin).

@@ -1,5 +1,6 @@
 // compiler/kernels/nvrtc_compile.cpp — one NVRTC compile of one kernel to a cubin (no cache), the NVRTC
-// options and version, and the reading of ptxas's -v report into the entry's resources.
+// options and version, and the reading of ptxas's -v report (and the cubin's module globals) into the
+// entry's resources.
 // Declared in compiler/kernels/kernel_build.h (compile_source, nvrtc_options, nvrtc_version).
 #include "compiler/kernels/kernel_build.h"
 
@@ -12,6 +13,7 @@
 
 #include <nvrtc.h>
 
+#include "common/elf_sections.h"
 #include "compiler/kernels/kernel_cache.h"  // looks_like_cubin
 
 namespace dsv41 {
@@ -174,6 +176,9 @@ Result<CompiledKernel> compile_source(const std::string& source, const std::stri
     return Status::errorf("kernel {}: ptxas reported no register count for the entry {}; its log:\n{}",
                           name_for_errors, entry, log);
   kernel.resources = *resources;
+  DSV41_ASSIGN_OR_RETURN(const uint64_t globals,
+                         module_global_bytes(kernel.cubin.data(), kernel.cubin.size(), name_for_errors));
+  kernel.resources.module_globals = static_cast<int64_t>(globals);
   kernel.variant.key = name_for_errors;
   kernel.variant.entry = entry;
   kernel.variant.arch = arch;

@@ -25,12 +25,22 @@ MemoryLedger build_ledger(const WeightPlan& plan, uint64_t state_per_slot, int s
   return m;
 }
 
+void add_kernel_globals(MemoryLedger& m, uint64_t bytes) {
+  m.total = m.total - m.kernel_globals + bytes;  // idempotent: a second call replaces the first
+  m.kernel_globals = bytes;
+  m.kernel_globals_known = true;
+}
+
 std::string ledger_text(const MemoryLedger& m) {
   std::string text;
   text += fmt::format("  weights, replicated  {:>12}\n", gib_text(m.weights_replicated));
   text += fmt::format("  weights, split       {:>12}\n", gib_text(m.weights_split));
   text += fmt::format("  state                {:>12}  ({} a slot)\n", gib_text(m.state), gib_text(m.state_per_slot));
   text += fmt::format("  activations          {:>12}\n", gib_text(m.activations));
+  text += m.kernel_globals_known
+              ? fmt::format("  kernel globals       {:>12}  ({} bytes: the kernels' __device__ variables)\n",
+                            gib_text(m.kernel_globals), m.kernel_globals)
+              : std::string("  kernel globals       not known without a GPU target\n");
   text += fmt::format("  device total         {:>12}", gib_text(m.total));
   text += m.limit ? fmt::format("  of {}\n", gib_text(m.limit)) : std::string("  (no limit checked)\n");
   if (m.weights_host)

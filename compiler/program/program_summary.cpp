@@ -59,6 +59,7 @@ nlohmann::json kernels_json(const fb::Program& p) {
                     {"registers", k->registers()},
                     {"static_shared", k->static_shared()},
                     {"local_bytes", k->local_bytes()},
+                    {"module_globals", k->module_globals()},
                     {"launches", k->launches()},
                     {"cubin_bytes", k->cubin() ? k->cubin()->size() : 0}});
   return list;
@@ -94,6 +95,7 @@ nlohmann::json program_json(const fb::Program& p) {
         {"state", m->state()},
         {"state_per_slot", m->state_per_slot()},
         {"activations", m->activations()},
+        {"kernel_globals", m->kernel_globals()},
         {"total", m->total()},
         {"limit", m->limit()},
         {"host", m->weights_host()}}},
@@ -115,6 +117,14 @@ nlohmann::json program_json(const fb::Program& p) {
 }
 
 namespace {
+
+// Whether the program holds its kernels' cubins (not when planned with --target none).
+bool holds_cubins(const fb::Program& p) {
+  if (p.kernels())
+    for (const fb::Kernel* k : *p.kernels())
+      if (k->cubin() && k->cubin()->size() > 0) return true;
+  return false;
+}
 
 // "kernels: 28 variants, 1.0 MiB of cubins for sm_90a" (or "none compiled" with --target none).
 std::string kernels_text(const fb::Program& p) {
@@ -148,6 +158,8 @@ std::string program_text(const fb::Program& p) {
   MemoryLedger ledger{m->weights_replicated(), m->weights_split(), m->weights_host(), m->host_copy_per_row(),
                       m->state_per_slot(), m->state(),
                       m->activations(), m->total(), m->limit()};
+  ledger.kernel_globals = m->kernel_globals();
+  ledger.kernel_globals_known = holds_cubins(p);
   return text + ledger_text(ledger);
 }
 

@@ -57,13 +57,14 @@ std::vector<uint8_t> build_program(const ModelInputs& inputs, const PlanOptions&
     kernels.push_back(fb::CreateKernel(b, b.CreateString(v.variant.key), b.CreateString(v.variant.entry),
                                        b.CreateString(v.variant.arch), v.threads, r.registers, r.static_shared,
                                        r.local_bytes, v.launches,
-                                       b.CreateVector(compiled ? compiled->cubin : std::vector<uint8_t>{})));
+                                       b.CreateVector(compiled ? compiled->cubin : std::vector<uint8_t>{}),
+                                       r.module_globals));
   }
   const auto kernels_vec = b.CreateVector(kernels);
   const MemoryLedger& m = plan.ledger;
   const auto ledger = fb::CreateMemoryLedger(b, m.weights_replicated, m.weights_split, m.weights_host,
                                              m.state_per_slot, m.state, m.activations, m.total, m.limit,
-                                             m.host_copy_per_row);
+                                             m.host_copy_per_row, m.kernel_globals);
   fb::ProgramBuilder program(b);
   program.add_format_version(kProgramFormatVersion);
   program.add_config_json(config_json);

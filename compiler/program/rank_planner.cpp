@@ -158,6 +158,8 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& request
                                                         (c.engram_head_dim + c.engram_head_dim / kScaleBlock));
   const std::string limit_source =
       options.memory_limit ? "setting memory_limit" : fmt::format("target {} device memory", options.target.name);
+  // Checked before compiling (a plan that cannot fit is refused without NVRTC), and again with the
+  // kernels' module globals, which only the cubins tell.
   DSV41_TRY(check_fits(plan.ledger, plan.share, limit_source));
   if (!options.target.arch.empty()) {
     // A kernel's message names the kernel; which rank's plan needed it is added here.
@@ -165,6 +167,11 @@ Result<RankPlan> plan_rank(const ModelInputs& inputs, const PlanOptions& request
     if (!compiled.is_ok())
       return compiled.status().with_context(fmt::format("rank {} of world {}", rank, options.world));
     plan.compiled = std::move(compiled).value();
+    // The session loads each of the rank's variants as its own module (runtime/gpu/kernel_launcher.cpp).
+    uint64_t globals = 0;
+    for (const CompiledKernel& k : plan.compiled) globals += static_cast<uint64_t>(k.resources.module_globals);
+    add_kernel_globals(plan.ledger, globals);
+    DSV41_TRY(check_fits(plan.ledger, plan.share, limit_source));
   }
   plan.program = build_program(inputs, options, plan);
   return plan;

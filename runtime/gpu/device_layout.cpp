@@ -7,6 +7,7 @@
 
 #include <unordered_map>
 
+#include "common/elf_sections.h"
 #include "common/tensor_inventory.h"
 #include "runtime/gpu/device_sink.h"
 #include "runtime/gpu/synthetic_weights.h"
@@ -55,6 +56,13 @@ Result<DeviceLayout> plan_device_layout(const ProgramFile& file, const CallLists
   std::vector<int64_t> planned(p.weights()->size());
   for (size_t i = 0; i < planned.size(); ++i) planned[i] = static_cast<int64_t>(i);
   layout.stored = plan_stored_layout(p, planned);
+  if (p.kernels())
+    for (const fb::Kernel* k : *p.kernels()) {
+      if (!k->cubin() || k->cubin()->size() == 0) continue;
+      auto globals = module_global_bytes(k->cubin()->data(), k->cubin()->size(), k->key()->str());
+      if (!globals.is_ok()) return globals.status().with_context(file.source());
+      layout.module_globals += *globals;
+    }
 
   const auto& weights = *p.weights();
   std::unordered_map<std::string, int64_t> by_name;
@@ -95,6 +103,8 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
   out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}\n", "activations (+statics)", gib(l->activations()),
                      gib(layout.arena_bytes + layout.statics_bytes));
   out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "error words", "-", gib(layout.error_bytes));
+  out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}  (kernels' __device__ variables, at module load)\n",
+                     "kernel globals", gib(l->kernel_globals()), gib(layout.module_globals));
   if (layout.exchange_bytes > 0)
     out += fmt::format("  {:<24} {:>12} {:>12.3f}\n", "exchange staging", "-", gib(layout.exchange_bytes));
   if (layout.engram_bytes > 0) {
@@ -105,7 +115,8 @@ std::string ledger_lines(const fb::Program& p, const DeviceLayout& layout) {
     out += fmt::format("  {:<24} {:>12} {:>12}  (bytes copied per phase row)\n", "Engram copy per row",
                        l->host_copy_per_row(), layout.engram_copy_per_row);
   }
-  out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}", "total", gib(l->total()), gib(layout.total()));
+  out += fmt::format("  {:<24} {:>12.3f} {:>12.3f}", "total", gib(l->total()),
+                     gib(layout.total() + layout.module_globals));
   return out;
 }
 

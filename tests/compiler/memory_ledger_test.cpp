@@ -71,6 +71,10 @@ TEST(MemoryLedger, RankLedgerAddsUpTheWeightsStateAndLargestArena) {
     EXPECT_GT(m.activations, 0u);
     EXPECT_EQ(m.total, m.weights_replicated + m.weights_split + m.state + m.activations);
     EXPECT_EQ(m.limit, 0u) << "target none checks no limit";
+    EXPECT_EQ(m.kernel_globals, 0u) << "target none compiles no cubin";
+    EXPECT_FALSE(m.kernel_globals_known);
+    EXPECT_NE(ledger_text(m).find("kernel globals       not known without a GPU target"), std::string::npos)
+        << ledger_text(m);
     if (rank == 0) split_rank0 = m.weights_split;
     // Rank 2 holds 2 groups, 1 expert block and 3 vocabulary blocks against rank 0's 3, 2 and 4.
     if (rank == 2) {
@@ -146,9 +150,11 @@ TEST(MemoryLedger, TotalCountsDeviceWeightsStateAndActivationsButNotHostTables) 
   EXPECT_EQ(m.limit, 123456789u);
 }
 
+// A share of the tiny fixture, for the checks that only name it.
+RankShare tiny_share(int world, int rank) { return share_of(test::fixture_config("dsv41-tiny"), world, rank); }
+
 TEST(MemoryLedger, FitsAtOrUnderTheLimitAndWithoutOne) {
-  const ModelConfig config = test::fixture_config("dsv41-tiny");
-  const RankShare share = share_of(config, 2, 0);
+  const RankShare share = tiny_share(2, 0);
   MemoryLedger m;
   m.total = 5000;
   m.limit = 0;
@@ -194,6 +200,30 @@ TEST(MemoryLedger, LedgerTextShowsHostTablesOnlyWhenPresentAndTheLimitWhenChecke
   EXPECT_EQ(gib_text(0), "0.00 GiB");
   EXPECT_EQ(gib_text(1ull << 30), "1.00 GiB");
   EXPECT_EQ(gib_text(7ull << 29), "3.50 GiB");
+}
+
+// The kernels' module globals, once compiled, are a ledger line of their own, in the total and so in the limit.
+TEST(MemoryLedger, KernelGlobalsJoinTheTotalTheLimitAndTheText) {
+  MemoryLedger m;
+  m.weights_split = 1000;
+  m.activations = 500;
+  m.total = 1500;
+  m.limit = 2000;
+  const RankShare share = tiny_share(1, 0);
+  EXPECT_TRUE(check_fits(m, share, "--memory-gib").is_ok());
+  add_kernel_globals(m, 600);
+  EXPECT_EQ(m.kernel_globals, 600u);
+  EXPECT_TRUE(m.kernel_globals_known);
+  EXPECT_EQ(m.total, 2100u);
+  const Status refused = check_fits(m, share, "--memory-gib");
+  ASSERT_FALSE(refused.is_ok()) << "600 bytes of globals push 1500 over 2000";
+  EXPECT_NE(refused.message().find("kernel globals"), std::string::npos) << refused.message();
+  add_kernel_globals(m, 400);  // a second call replaces the first
+  EXPECT_EQ(m.total, 1900u);
+  EXPECT_TRUE(check_fits(m, share, "--memory-gib").is_ok());
+  const std::string text = ledger_text(m);
+  EXPECT_NE(text.find("kernel globals           0.00 GiB  (400 bytes"), std::string::npos) << text;
+  EXPECT_EQ(text.find("not known"), std::string::npos) << text;
 }
 
 // Each refused setting names the setting and its value (and the bound, where there is one); the

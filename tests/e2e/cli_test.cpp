@@ -148,6 +148,11 @@ TEST(Cli, ReleaseWorld4SharesAndARankPlannedAloneIsIdentical) {
     EXPECT_EQ(j["share"]["vocab_rows"], vocab[rank]) << rank;
     EXPECT_EQ(j["share"]["heads"], json({16 * rank, 16 * rank + 16})) << rank;
     EXPECT_LE(j["memory"]["total"].get<uint64_t>(), j["memory"]["limit"].get<uint64_t>()) << rank;
+    // The ledger counts the kernels' module globals: one module per variant, each read from its cubin.
+    uint64_t globals = 0;
+    for (const json& k : j["kernels"]) globals += k["module_globals"].get<uint64_t>();
+    EXPECT_GT(globals, 0u) << rank << ": the split kernels keep partials in __device__ arrays";
+    EXPECT_EQ(j["memory"]["kernel_globals"].get<uint64_t>(), globals) << rank;
   }
   ASSERT_EQ(plan(dir / "pack", 4, dir / "one", {"--target", "h200", "--rank", "1", "--quiet"}).exit_code, 0);
   EXPECT_EQ(files_of(dir / "one"), (std::vector<std::string>{"rank1.fb"}));
