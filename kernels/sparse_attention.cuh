@@ -191,229 +191,233 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   constexpr int H = static_cast<int>(heads), Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window),
                 K = static_cast<int>(topk);
   // Prefill phases' variants (many_rows: common/kernel_contract.h) take the tensor-core path where it takes
-  // the shape, and the code below is then dead: each path's registers stay out of the other's variants.
-  if constexpr (many_rows && sparse_attention_prefill::takes(dtype_kv, dtype_ring, head_dim))
+  // the shape; the CUDA-core path below is then a discarded branch, so neither its registers nor its
+  // __device__ partials (g_acc, about 8 MB at Dh 512) come with them, and the other way round.
+  if constexpr (many_rows && sparse_attention_prefill::takes(dtype_kv, dtype_ring, head_dim)) {
     return sparse_attention_prefill::attend<H, Dh, Wn, K, format_sink>(
         rows, statics, errors, q, kv, ring, ring_rows, cache, cache_rows, selected, sink, scale, out);
-  constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
-  constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
-  // Key loads a thread has in flight while filling a tile: all of a tile's at Dh 512 for bf16 rows (one
-  // round trip); 4 for f32 and packed rows, whose bits and decoding take more registers (8 made them
-  // 175-237 registers: one block an SM, and spills in f32).
-  constexpr int kBatch = dtype_kv == DT_BF16 && !kPacked ? 8 : 4;
-  constexpr long long kRowBytes = static_cast<long long>(Dh) * (dtype_kv == DT_BF16 ? 2 : 4);
-  constexpr long long kRingRowBytes = kPacked ? cache_rows::row_bytes<CACHE_WINDOW>(Dh) : kRowBytes;
-  constexpr long long kCacheRowBytes = kPacked ? cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) : kRowBytes;
-  const float kNegInf = -__int_as_float(0x7f800000);
-  extern __shared__ float4 dynamic_shared[];
-  float* keys = reinterpret_cast<float*>(dynamic_shared);      // [kTile][kRS]
-  float* qs = keys + kTile * kRS;                              // [G][Dp]
-  __shared__ __align__(16) float p_tile[kTile][kMaxGroup];     // e^{l − m} of the tile
-  __shared__ float part_sum[kThreads / 32][kMaxGroup][kTile];  // the warps' parts of the logits
-  __shared__ float run_max[kMaxGroup], run_sum[kMaxGroup], rescale[kMaxGroup];
-  __shared__ float weights[kMaxGroup][kMaxSplits];
-  __shared__ const char* key_row[kTile];
-  __shared__ int key_kind[kTile];
-  __shared__ int last_block;
+  } else {
+    constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
+    constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
+    // Key loads a thread has in flight while filling a tile: all of a tile's at Dh 512 for bf16 rows (one
+    // round trip); 4 for f32 and packed rows, whose bits and decoding take more registers (8 made them
+    // 175-237 registers: one block an SM, and spills in f32).
+    constexpr int kBatch = dtype_kv == DT_BF16 && !kPacked ? 8 : 4;
+    constexpr long long kRowBytes = static_cast<long long>(Dh) * (dtype_kv == DT_BF16 ? 2 : 4);
+    constexpr long long kRingRowBytes = kPacked ? cache_rows::row_bytes<CACHE_WINDOW>(Dh) : kRowBytes;
+    constexpr long long kCacheRowBytes = kPacked ? cache_rows::row_bytes<CACHE_COMPRESSED>(Dh) : kRowBytes;
+    const float kNegInf = -__int_as_float(0x7f800000);
+    extern __shared__ float4 dynamic_shared[];
+    float* keys = reinterpret_cast<float*>(dynamic_shared);      // [kTile][kRS]
+    float* qs = keys + kTile * kRS;                              // [G][Dp]
+    __shared__ __align__(16) float p_tile[kTile][kMaxGroup];     // e^{l − m} of the tile
+    __shared__ float part_sum[kThreads / 32][kMaxGroup][kTile];  // the warps' parts of the logits
+    __shared__ float run_max[kMaxGroup], run_sum[kMaxGroup], rescale[kMaxGroup];
+    __shared__ float weights[kMaxGroup][kMaxSplits];
+    __shared__ const char* key_row[kTile];
+    __shared__ int key_kind[kTile];
+    __shared__ int last_block;
 
-  const long long r = blockIdx.x;
-  const int G = (H + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
-  const int h0 = static_cast<int>(blockIdx.y) * G, gc = H - h0 < G ? H - h0 : G;
-  const int S = static_cast<int>(gridDim.z), s = static_cast<int>(blockIdx.z);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  if (r >= rows || gc <= 0) return;
-  auto zero_out = [&] {
-    if (s != 0) return;
-    for (int i = tid; i < gc * Dh; i += kThreads) store<dtype_out>(out, (r * H + h0) * Dh + i, 0.0f);
-  };
-  if (G > kMaxGroup || S > kMaxSplits || (S > 1 && rows * H * S > kMaxPartials)) {  // a launch the launcher never makes
-    if (tid == 0 && s == 0) report_error(errors, ERR_CAPACITY);
-    zero_out();
-    return;
-  }
-  RowKeys rk;
-  const int row_state = row_keys<Wn>(statics, r, kv, ring, ring_rows, cache, cache_rows, rk);
-  if (row_state != ROW_ATTEND) {
-    if (row_state != ROW_INACTIVE && tid == 0 && s == 0) report_error(errors, row_state);
-    return zero_out();
-  }
-
-  for (int i = tid; i < gc * Dp; i += kThreads) {
-    const int d = i % Dp;
-    qs[i] = d < Dh ? static_cast<const float*>(q)[(r * H + h0 + i / Dp) * Dh + d] : 0.0f;
-  }
-  if (tid < kMaxGroup) run_max[tid] = kNegInf, run_sum[tid] = 0.0f;
-  float acc[kMaxGroup][kPairs][2];
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g)
-#pragma unroll
-    for (int c = 0; c < kPairs; ++c) acc[g][c][0] = acc[g][c][1] = 0.0f;
-
-  constexpr int kSlots = Wn + K;
-  const int per = ((kSlots + S - 1) / S + kTile - 1) / kTile * kTile;
-  const int lo = s * per, hi = lo + per < kSlots ? lo + per : kSlots;
-  for (int base = lo; base < hi; base += kTile) {
-    // Which key each slot of the tile is.
-    bool live = false;
-    if (tid < kTile) {
-      const int j = base + tid;
-      const char* kr = nullptr;
-      const int kind = j < hi ? key_at<Wn, K, kRowBytes, kRingRowBytes, kCacheRowBytes>(rk, r, j, selected, errors,
-                                                                                        blockIdx.y == 0, kr)
-                              : KEY_NONE;
-      key_row[tid] = kr;
-      key_kind[tid] = kind;
-      live = kind != KEY_NONE;
+    const long long r = blockIdx.x;
+    const int G = (H + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+    const int h0 = static_cast<int>(blockIdx.y) * G, gc = H - h0 < G ? H - h0 : G;
+    const int S = static_cast<int>(gridDim.z), s = static_cast<int>(blockIdx.z);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (r >= rows || gc <= 0) return;
+    auto zero_out = [&] {
+      if (s != 0) return;
+      for (int i = tid; i < gc * Dh; i += kThreads) store<dtype_out>(out, (r * H + h0) * Dh + i, 0.0f);
+    };
+    // A launch the launcher never makes:
+    if (G > kMaxGroup || S > kMaxSplits || (S > 1 && rows * H * S > kMaxPartials)) {
+      if (tid == 0 && s == 0) report_error(errors, ERR_CAPACITY);
+      zero_out();
+      return;
     }
-    if (!__syncthreads_or(live)) continue;
-    // The tile's keys as fp32 rows: kBatch loads a thread in flight, then their decoding.
-    for (int b0 = 0; b0 < kTile * kUnits; b0 += kBatch * kThreads) {  // kTile·kUnits is a multiple of 32
-      KeyBits<Dh, dtype_kv> bits[kBatch];
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
-        const int it = b0 + k * kThreads + tid;
-        if (it < kTile * kUnits)
-          fetch_eight<Dh, dtype_kv, kPacked>(key_row[it / kUnits], key_kind[it / kUnits], it % kUnits, bits[k]);
-      }
-#pragma unroll
-      for (int k = 0; k < kBatch; ++k) {
-        const int it = b0 + k * kThreads + tid;
-        if (it >= kTile * kUnits) continue;  // warp-uniform
-        float v[8];
-        decode_eight<Dh, dtype_kv, kPacked>(bits[k], key_kind[it / kUnits], v);
-        float4* dst = reinterpret_cast<float4*>(keys + (it / kUnits) * kRS + 8 * (it % kUnits));
-        dst[0] = make_float4(v[0], v[1], v[2], v[3]);
-        dst[1] = make_float4(v[4], v[5], v[6], v[7]);
-      }
+    RowKeys rk;
+    const int row_state = row_keys<Wn>(statics, r, kv, ring, ring_rows, cache, cache_rows, rk);
+    if (row_state != ROW_ATTEND) {
+      if (row_state != ROW_INACTIVE && tid == 0 && s == 0) report_error(errors, row_state);
+      return zero_out();
     }
-    __syncthreads();
-    // Logits: warp w sums the float4 columns ≡ w (mod 8) of key `lane` (rows kRS apart: no bank
-    // conflicts) against every head of the group (a broadcast); the warps' parts meet in `part_sum`.
-    {
-      float part[kMaxGroup];
+
+    for (int i = tid; i < gc * Dp; i += kThreads) {
+      const int d = i % Dp;
+      qs[i] = d < Dh ? static_cast<const float*>(q)[(r * H + h0 + i / Dp) * Dh + d] : 0.0f;
+    }
+    if (tid < kMaxGroup) run_max[tid] = kNegInf, run_sum[tid] = 0.0f;
+    float acc[kMaxGroup][kPairs][2];
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) part[g] = 0.0f;
-      const float4* kk = reinterpret_cast<const float4*>(keys + lane * kRS);
-      for (int c = warp; c < Dp / 4; c += kWarps) {
-        const float4 b = kk[c];
+    for (int g = 0; g < kMaxGroup; ++g)
+#pragma unroll
+      for (int c = 0; c < kPairs; ++c) acc[g][c][0] = acc[g][c][1] = 0.0f;
+
+    constexpr int kSlots = Wn + K;
+    const int per = ((kSlots + S - 1) / S + kTile - 1) / kTile * kTile;
+    const int lo = s * per, hi = lo + per < kSlots ? lo + per : kSlots;
+    for (int base = lo; base < hi; base += kTile) {
+      // Which key each slot of the tile is.
+      bool live = false;
+      if (tid < kTile) {
+        const int j = base + tid;
+        const char* kr = nullptr;
+        const int kind = j < hi ? key_at<Wn, K, kRowBytes, kRingRowBytes, kCacheRowBytes>(rk, r, j, selected, errors,
+                                                                                          blockIdx.y == 0, kr)
+                                : KEY_NONE;
+        key_row[tid] = kr;
+        key_kind[tid] = kind;
+        live = kind != KEY_NONE;
+      }
+      if (!__syncthreads_or(live)) continue;
+      // The tile's keys as fp32 rows: kBatch loads a thread in flight, then their decoding.
+      for (int b0 = 0; b0 < kTile * kUnits; b0 += kBatch * kThreads) {  // kTile·kUnits is a multiple of 32
+        KeyBits<Dh, dtype_kv> bits[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int it = b0 + k * kThreads + tid;
+          if (it < kTile * kUnits)
+            fetch_eight<Dh, dtype_kv, kPacked>(key_row[it / kUnits], key_kind[it / kUnits], it % kUnits, bits[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int it = b0 + k * kThreads + tid;
+          if (it >= kTile * kUnits) continue;  // warp-uniform
+          float v[8];
+          decode_eight<Dh, dtype_kv, kPacked>(bits[k], key_kind[it / kUnits], v);
+          float4* dst = reinterpret_cast<float4*>(keys + (it / kUnits) * kRS + 8 * (it % kUnits));
+          dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+          dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+        }
+      }
+      __syncthreads();
+      // Logits: warp w sums the float4 columns ≡ w (mod 8) of key `lane` (rows kRS apart: no bank
+      // conflicts) against every head of the group (a broadcast); the warps' parts meet in `part_sum`.
+      {
+        float part[kMaxGroup];
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) part[g] = 0.0f;
+        const float4* kk = reinterpret_cast<const float4*>(keys + lane * kRS);
+        for (int c = warp; c < Dp / 4; c += kWarps) {
+          const float4 b = kk[c];
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g)
+            if (g < gc) {
+              const float4 a = reinterpret_cast<const float4*>(qs + g * Dp)[c];
+              part[g] = fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, part[g]))));
+            }
+        }
 #pragma unroll
         for (int g = 0; g < kMaxGroup; ++g)
-          if (g < gc) {
-            const float4 a = reinterpret_cast<const float4*>(qs + g * Dp)[c];
-            part[g] = fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, part[g]))));
+          if (g < gc) part_sum[warp][g][lane] = part[g];
+      }
+      __syncthreads();
+      // Online softmax: warp g keeps head g's running max and sum, lane i key i of the tile.
+      if (warp < gc) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) dot += part_sum[w][warp][lane];
+        const float l = key_kind[lane] == KEY_NONE ? kNegInf : dot * scale, m_old = run_max[warp];
+        const float m_new = fmaxf(m_old, warp_max(l));
+        const float e = m_new == kNegInf ? 0.0f : expf(l - m_new);
+        const float c = m_old == kNegInf ? 0.0f : expf(m_old - m_new);
+        const float sum = warp_sum(e);
+        p_tile[lane][warp] = e;
+        if (lane == 0) run_max[warp] = m_new, run_sum[warp] = fmaf(run_sum[warp], c, sum), rescale[warp] = c;
+      }
+      __syncthreads();
+      // o += e·k, a thread owning dimensions 2·(tid + c·kThreads) and the next of every head.
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+        if (g < gc)
+#pragma unroll
+          for (int c = 0; c < kPairs; ++c) acc[g][c][0] *= rescale[g], acc[g][c][1] *= rescale[g];
+      for (int i = 0; i < kTile; ++i) {
+        const float4 e0 = reinterpret_cast<const float4*>(p_tile[i])[0],
+                     e1 = reinterpret_cast<const float4*>(p_tile[i])[1];
+        const float e[kMaxGroup] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w};
+#pragma unroll
+        for (int c = 0; c < kPairs; ++c) {
+          const int d2 = tid + c * kThreads;
+          if (2 * d2 >= Dp) continue;
+          const float2 k2 = reinterpret_cast<const float2*>(keys + i * kRS)[d2];
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g)
+            if (g < gc) acc[g][c][0] = fmaf(e[g], k2.x, acc[g][c][0]), acc[g][c][1] = fmaf(e[g], k2.y, acc[g][c][1]);
+        }
+      }
+      __syncthreads();  // the next tile overwrites keys and p_tile
+    }
+
+    if (S == 1) {  // the block holds every key: add the sink and divide
+      if (tid < gc) {
+        const float sk = weight_at<format_sink>(sink, h0 + tid), m = run_max[tid], top = fmaxf(m, sk);
+        const float wm = m == kNegInf ? 0.0f : expf(m - top);
+        weights[tid][0] = wm / (fmaf(run_sum[tid], wm, expf(sk - top)));
+      }
+      __syncthreads();
+      each_acc<Dh>(acc, gc,
+                   [&](int g, int d, float v) { store<dtype_out>(out, (r * H + h0 + g) * Dh + d, v * weights[g][0]); });
+      return;
+    }
+
+    // Split: publish this block's partials; the last block of the (row, group) combines them.
+    float* part = g_acc<head_dim>;
+    auto index = [&](int g, int split) { return (r * H + h0 + g) * S + split; };
+    each_acc<Dh>(acc, gc, [&](int g, int d, float v) { part[index(g, s) * Dh + d] = v; });
+    if (tid < gc) g_max_sum[index(tid, s)] = make_float2(run_max[tid], run_sum[tid]);
+    __threadfence();
+    __syncthreads();
+    const long long counter = r * gridDim.y + blockIdx.y;
+    if (tid == 0) last_block = atomicAdd(&g_finished[counter], 1u) == static_cast<unsigned>(S - 1);
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    if (warp < gc) {  // each split's weight e^{m_s − top} / denominator: warp g, lane k split k
+      const float sk = weight_at<format_sink>(sink, h0 + warp);
+      const float2 ms = lane < S ? __ldcg(&g_max_sum[index(warp, lane)]) : make_float2(kNegInf, 0.0f);
+      const float top = fmaxf(sk, warp_max(ms.x));
+      const float w = ms.x == kNegInf ? 0.0f : expf(ms.x - top);
+      float* sums = part_sum[0][warp];  // the logits' scratch is free after the last tile
+      if (lane < S) weights[warp][lane] = w, sums[lane] = ms.y;
+      __syncwarp();
+      if (lane == 0) {  // the denominator in split order
+        float denominator = expf(sk - top);
+        for (int k = 0; k < S; ++k) denominator = fmaf(sums[k], weights[warp][k], denominator);
+        rescale[warp] = denominator;
+      }
+      __syncwarp();
+      if (lane < S) weights[warp][lane] = w / rescale[warp];
+    }
+    if (tid == 0) g_finished[counter] = 0u;  // for the next launch
+    __syncthreads();
+    // kCombine outputs a thread at once, kSplitsAtOnce splits' partials of all of them loaded before
+    // they are summed (in split order): a thread's loads are in flight together, not one at a time.
+    constexpr int kCombine = 4, kSplitsAtOnce = 8;
+    for (int i0 = tid; i0 < gc * Dh; i0 += kCombine * kThreads) {
+      float o[kCombine];
+#pragma unroll
+      for (int c = 0; c < kCombine; ++c) o[c] = 0.0f;
+      for (int k0 = 0; k0 < S; k0 += kSplitsAtOnce) {
+        float v[kSplitsAtOnce][kCombine];
+#pragma unroll
+        for (int k = 0; k < kSplitsAtOnce; ++k)
+#pragma unroll
+          for (int c = 0; c < kCombine; ++c) {
+            const int i = i0 + c * kThreads;
+            v[k][c] = i < gc * Dh && k0 + k < S ? __ldcg(&part[index(i / Dh, k0 + k) * Dh + i % Dh]) : 0.0f;
+          }
+#pragma unroll
+        for (int k = 0; k < kSplitsAtOnce; ++k)
+#pragma unroll
+          for (int c = 0; c < kCombine; ++c) {
+            const int i = i0 + c * kThreads;
+            if (i < gc * Dh && k0 + k < S) o[c] = fmaf(v[k][c], weights[i / Dh][k0 + k], o[c]);
           }
       }
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
-        if (g < gc) part_sum[warp][g][lane] = part[g];
+      for (int c = 0; c < kCombine; ++c)
+        if (i0 + c * kThreads < gc * Dh) store<dtype_out>(out, (r * H + h0) * Dh + i0 + c * kThreads, o[c]);
     }
-    __syncthreads();
-    // Online softmax: warp g keeps head g's running max and sum, lane i key i of the tile.
-    if (warp < gc) {
-      float dot = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) dot += part_sum[w][warp][lane];
-      const float l = key_kind[lane] == KEY_NONE ? kNegInf : dot * scale, m_old = run_max[warp];
-      const float m_new = fmaxf(m_old, warp_max(l));
-      const float e = m_new == kNegInf ? 0.0f : expf(l - m_new);
-      const float c = m_old == kNegInf ? 0.0f : expf(m_old - m_new);
-      const float sum = warp_sum(e);
-      p_tile[lane][warp] = e;
-      if (lane == 0) run_max[warp] = m_new, run_sum[warp] = fmaf(run_sum[warp], c, sum), rescale[warp] = c;
-    }
-    __syncthreads();
-    // o += e·k, a thread owning dimensions 2·(tid + c·kThreads) and the next of every head.
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g)
-      if (g < gc)
-#pragma unroll
-        for (int c = 0; c < kPairs; ++c) acc[g][c][0] *= rescale[g], acc[g][c][1] *= rescale[g];
-    for (int i = 0; i < kTile; ++i) {
-      const float4 e0 = reinterpret_cast<const float4*>(p_tile[i])[0],
-                   e1 = reinterpret_cast<const float4*>(p_tile[i])[1];
-      const float e[kMaxGroup] = {e0.x, e0.y, e0.z, e0.w, e1.x, e1.y, e1.z, e1.w};
-#pragma unroll
-      for (int c = 0; c < kPairs; ++c) {
-        const int d2 = tid + c * kThreads;
-        if (2 * d2 >= Dp) continue;
-        const float2 k2 = reinterpret_cast<const float2*>(keys + i * kRS)[d2];
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g)
-          if (g < gc) acc[g][c][0] = fmaf(e[g], k2.x, acc[g][c][0]), acc[g][c][1] = fmaf(e[g], k2.y, acc[g][c][1]);
-      }
-    }
-    __syncthreads();  // the next tile overwrites keys and p_tile
-  }
-
-  if (S == 1) {  // the block holds every key: add the sink and divide
-    if (tid < gc) {
-      const float sk = weight_at<format_sink>(sink, h0 + tid), m = run_max[tid], top = fmaxf(m, sk);
-      const float wm = m == kNegInf ? 0.0f : expf(m - top);
-      weights[tid][0] = wm / (fmaf(run_sum[tid], wm, expf(sk - top)));
-    }
-    __syncthreads();
-    each_acc<Dh>(acc, gc,
-                 [&](int g, int d, float v) { store<dtype_out>(out, (r * H + h0 + g) * Dh + d, v * weights[g][0]); });
-    return;
-  }
-
-  // Split: publish this block's partials; the last block of the (row, group) combines them.
-  float* part = g_acc<head_dim>;
-  auto index = [&](int g, int split) { return (r * H + h0 + g) * S + split; };
-  each_acc<Dh>(acc, gc, [&](int g, int d, float v) { part[index(g, s) * Dh + d] = v; });
-  if (tid < gc) g_max_sum[index(tid, s)] = make_float2(run_max[tid], run_sum[tid]);
-  __threadfence();
-  __syncthreads();
-  const long long counter = r * gridDim.y + blockIdx.y;
-  if (tid == 0) last_block = atomicAdd(&g_finished[counter], 1u) == static_cast<unsigned>(S - 1);
-  __syncthreads();
-  if (!last_block) return;
-  __threadfence();
-  if (warp < gc) {  // each split's weight e^{m_s − top} / denominator: warp g, lane k split k
-    const float sk = weight_at<format_sink>(sink, h0 + warp);
-    const float2 ms = lane < S ? __ldcg(&g_max_sum[index(warp, lane)]) : make_float2(kNegInf, 0.0f);
-    const float top = fmaxf(sk, warp_max(ms.x));
-    const float w = ms.x == kNegInf ? 0.0f : expf(ms.x - top);
-    float* sums = part_sum[0][warp];  // the logits' scratch is free after the last tile
-    if (lane < S) weights[warp][lane] = w, sums[lane] = ms.y;
-    __syncwarp();
-    if (lane == 0) {  // the denominator in split order
-      float denominator = expf(sk - top);
-      for (int k = 0; k < S; ++k) denominator = fmaf(sums[k], weights[warp][k], denominator);
-      rescale[warp] = denominator;
-    }
-    __syncwarp();
-    if (lane < S) weights[warp][lane] = w / rescale[warp];
-  }
-  if (tid == 0) g_finished[counter] = 0u;  // for the next launch
-  __syncthreads();
-  // kCombine outputs a thread at once, kSplitsAtOnce splits' partials of all of them loaded before
-  // they are summed (in split order): a thread's loads are in flight together, not one at a time.
-  constexpr int kCombine = 4, kSplitsAtOnce = 8;
-  for (int i0 = tid; i0 < gc * Dh; i0 += kCombine * kThreads) {
-    float o[kCombine];
-#pragma unroll
-    for (int c = 0; c < kCombine; ++c) o[c] = 0.0f;
-    for (int k0 = 0; k0 < S; k0 += kSplitsAtOnce) {
-      float v[kSplitsAtOnce][kCombine];
-#pragma unroll
-      for (int k = 0; k < kSplitsAtOnce; ++k)
-#pragma unroll
-        for (int c = 0; c < kCombine; ++c) {
-          const int i = i0 + c * kThreads;
-          v[k][c] = i < gc * Dh && k0 + k < S ? __ldcg(&part[index(i / Dh, k0 + k) * Dh + i % Dh]) : 0.0f;
-        }
-#pragma unroll
-      for (int k = 0; k < kSplitsAtOnce; ++k)
-#pragma unroll
-        for (int c = 0; c < kCombine; ++c) {
-          const int i = i0 + c * kThreads;
-          if (i < gc * Dh && k0 + k < S) o[c] = fmaf(v[k][c], weights[i / Dh][k0 + k], o[c]);
-        }
-    }
-#pragma unroll
-    for (int c = 0; c < kCombine; ++c)
-      if (i0 + c * kThreads < gc * Dh) store<dtype_out>(out, (r * H + h0) * Dh + i0 + c * kThreads, o[c]);
   }
 #endif
 }
