@@ -13,7 +13,7 @@
 // levels when the lists are long), and the row's last block writes the outputs. The best K of the union
 // of each slice's best K is the best K overall, so the ids are those of one block per row (S = 1: larger
 // phases, prefill). Partial lists: kSplitBlocks·8·(K + CB) bytes of `__device__` memory per variant,
-// beside the memory ledger. Shared memory does not grow with the context: a slice is streamed in chunks
+// which the memory ledger counts as kernel globals. Shared memory does not grow with the context: a slice is streamed in chunks
 // of at most kChunk entries, and running lists keep the best so far.
 // Dynamic shared memory (64-bit keys): 8·(K + kChunk) (the entry list and one chunk), plus in mode 1
 // 8·(CB + BPC) (the block list and one chunk's blocks, BPC = kChunk / B when B ≤ kChunk, else 1), plus
