@@ -224,19 +224,23 @@ TEST(GpuOps, AStaticsSlotBeyondTheStateIsRefusedAndNothingIsWritten) {
   std::printf("bad slots refused by %zu variants\n", list.size());
 }
 
-// The bench fixture (release formats) planned for rank 0 of `world`: context 1024, `slots` slots, a
-// prefill segment of 100 rows and the decode phases `decode_rows`.
+// The bench fixture (release formats, or `format`) planned for rank 0 of `world`: context 1024, `slots`
+// slots, the prefill segments `prefill_rows` and the decode phases `decode_rows`; ops without a kernel
+// are added to `without_kernel` when given.
 Result<std::shared_ptr<RankLists>> plan_bench(const GpuSetup& s, const std::string& label, int world, int slots,
-                                              std::vector<int64_t> decode_rows) {
-  auto inputs = synth_inputs("dsv41-bench", SynthFormat::Release, 1);
+                                              std::vector<int64_t> decode_rows,
+                                              SynthFormat format = SynthFormat::Release,
+                                              std::vector<int64_t> prefill_rows = {100},
+                                              std::set<std::string>* without_kernel = nullptr) {
+  auto inputs = synth_inputs("dsv41-bench", format, 1);
   if (!inputs.is_ok()) return inputs.status();
   ServingSettings settings;
   settings.context = 1024;
   settings.slots = slots;
-  settings.prefill_rows = {100};
+  settings.prefill_rows = std::move(prefill_rows);
   settings.decode_rows = std::move(decode_rows);
-  std::set<std::string> without_kernel;
-  return plan_lists(*inputs, label, world, 0, settings, s.target, without_kernel);
+  std::set<std::string> unreported;
+  return plan_lists(*inputs, label, world, 0, settings, s.target, without_kernel ? *without_kernel : unreported);
 }
 
 // The bench fixture's grouped output projection at world 4 in a ragged prefill segment of 100 rows: two
@@ -540,15 +544,8 @@ TEST(GpuOps, DecodeProductsSplitOverKPartsMatchTheCpuOps) {
   std::set<std::string> without_kernel;
   int ragged = 0;
   for (SynthFormat format : {SynthFormat::BF16, SynthFormat::Release}) {
-    auto inputs = synth_inputs("dsv41-bench", format, 1);
-    ASSERT_TRUE(inputs.is_ok()) << inputs.status().message();
-    ServingSettings settings;
-    settings.context = 1024;
-    settings.slots = 8;
-    settings.prefill_rows = {16};
-    settings.decode_rows = {1, 8};
-    auto r = plan_lists(*inputs, format == SynthFormat::BF16 ? "bench bf16" : "bench release-format", 4, 0, settings,
-                        s.target, without_kernel);
+    auto r = plan_bench(s, format == SynthFormat::BF16 ? "bench bf16" : "bench release-format", 4, 8, {1, 8}, format,
+                        {16}, &without_kernel);
     ASSERT_TRUE(r.is_ok()) << r.status().message();
     for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
       const Phase& phase = (*r)->calls.phases[p];
