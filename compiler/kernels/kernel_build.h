@@ -18,13 +18,13 @@ struct KernelJob {
   int64_t threads = 0;  // threads per block the variant is launched with
 };
 
-// What ptxas reports for the entry (--ptxas-options=-v), and what the cubin's sections say.
+// What ptxas reports for the entry and its module (--ptxas-options=-v).
 struct KernelResources {
   int registers = 0;          // per thread
   int64_t static_shared = 0;  // bytes per block ("smem")
   int64_t local_bytes = 0;    // bytes per thread (stack frame, or "lmem" when larger)
-  // Bytes of the module's __device__ variables (.nv.global + .nv.global.init, common/elf_sections.h):
-  // device memory the driver allocates once per module load, beside any buffer dsv41 allocates.
+  // Bytes of the module's __device__ variables ("bytes gmem"): device memory the driver allocates
+  // once per module load, beside any buffer dsv41 allocates.
   int64_t module_globals = 0;
 };
 

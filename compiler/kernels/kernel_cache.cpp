@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/elf_sections.h"
 #include "common/hashing.h"
 #include "common/program_file.h"
 
@@ -15,7 +14,7 @@ namespace dsv41 {
 namespace {
 
 // Bumped when the entry layout or what the key covers changes, so old entries stop matching.
-constexpr const char* kCacheFormat = "dsv41-kernel-cache-1";
+constexpr const char* kCacheFormat = "dsv41-kernel-cache-2";  // 2: module_globals recorded
 
 std::optional<std::vector<uint8_t>> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -67,20 +66,15 @@ std::optional<CachedKernel> load_cached_kernel(const std::string& dir, uint64_t 
     cached.resources.registers = meta.at("registers").get<int>();
     cached.resources.static_shared = meta.at("static_shared").get<int64_t>();
     cached.resources.local_bytes = meta.at("local_bytes").get<int64_t>();
-    if (cached.resources.registers < 0 || cached.resources.static_shared < 0 || cached.resources.local_bytes < 0)
+    cached.resources.module_globals = meta.at("module_globals").get<int64_t>();
+    if (cached.resources.registers < 0 || cached.resources.static_shared < 0 || cached.resources.local_bytes < 0 ||
+        cached.resources.module_globals < 0)
       return std::nullopt;
 
     auto cubin = read_all(kernel_cache_path(dir, key, ".cubin"));
     if (!cubin || cubin->size() != size) return std::nullopt;
     if (hex64(hash_bytes(cubin->data(), cubin->size())) != digest) return std::nullopt;
     if (!looks_like_cubin(*cubin, entry)) return std::nullopt;
-    // Read from the cubin itself, so entries written before the field existed (no "module_globals")
-    // stay hits without a recompile; an entry that records a different value is not trusted.
-    auto globals = module_global_bytes(cubin->data(), cubin->size(), hex64(key));
-    if (!globals.is_ok()) return std::nullopt;
-    cached.resources.module_globals = static_cast<int64_t>(*globals);
-    if (meta.contains("module_globals") && meta.at("module_globals").get<int64_t>() != cached.resources.module_globals)
-      return std::nullopt;
     cached.cubin = std::move(*cubin);
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a field missing or of the wrong type

@@ -29,8 +29,6 @@ struct CachedKernel {
 
 // The entry for `key`, or nothing when it is absent or fails any check: the JSON parses and names
 // the same key, the cubin has the recorded size and hash, starts with the ELF magic and holds `entry`.
-// The module globals are read from the cubin's section headers (a malformed one is a miss); an entry
-// without the field (written before it existed) is a hit, one recording another value a miss.
 std::optional<CachedKernel> load_cached_kernel(const std::string& dir, uint64_t key, const std::string& entry);
 
 // Writes the cubin, then the JSON, each with write_file_atomic (the JSON last: it validates the cubin).

@@ -13,7 +13,6 @@
 
 #include <nvrtc.h>
 
-#include "common/elf_sections.h"
 #include "compiler/kernels/kernel_cache.h"  // looks_like_cubin
 
 namespace dsv41 {
@@ -59,14 +58,16 @@ std::optional<int64_t> number_before(std::string_view line, std::string_view suf
   return value;
 }
 
-// Reads the entry's registers, static shared memory and local memory from ptxas's -v report:
+// Reads the module's __device__ variables and the entry's registers, static shared memory and local
+// memory from ptxas's -v report:
+//   ptxas info    : 1200024 bytes gmem          (once a module, 0 without globals)
 //   ptxas info    : Compiling entry function 'E' for 'sm_90a'
 //   ptxas info    : Function properties for E
 //   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 //   ptxas info    : Used 10 registers, used 1 barriers, 256 bytes smem[, 16 bytes lmem]
 std::optional<KernelResources> parse_ptxas_report(const std::string& log, const std::string& entry) {
   KernelResources resources;
-  bool found_registers = false;
+  bool found_registers = false, found_globals = false;
   std::string compiling, properties_of;
   const std::string compiling_tag = "Compiling entry function '";
   const std::string properties_tag = "Function properties for ";
@@ -88,6 +89,10 @@ std::optional<KernelResources> parse_ptxas_report(const std::string& log, const 
       properties_of = std::string(rest);
       continue;
     }
+    if (auto gmem = number_before(line, "bytes gmem")) {
+      resources.module_globals = *gmem;
+      found_globals = true;
+    }
     if (properties_of == entry) {
       if (auto stack = number_before(line, "bytes stack frame"))
         resources.local_bytes = std::max(resources.local_bytes, *stack);
@@ -101,7 +106,7 @@ std::optional<KernelResources> parse_ptxas_report(const std::string& log, const 
       }
     }
   }
-  if (!found_registers) return std::nullopt;
+  if (!found_registers || !found_globals) return std::nullopt;
   return resources;
 }
 
@@ -173,12 +178,10 @@ Result<CompiledKernel> compile_source(const std::string& source, const std::stri
 
   auto resources = parse_ptxas_report(log, entry);
   if (!resources)
-    return Status::errorf("kernel {}: ptxas reported no register count for the entry {}; its log:\n{}",
+    return Status::errorf("kernel {}: ptxas reported no register count for the entry {} or no module gmem bytes; "
+                          "its log:\n{}",
                           name_for_errors, entry, log);
   kernel.resources = *resources;
-  DSV41_ASSIGN_OR_RETURN(const uint64_t globals,
-                         module_global_bytes(kernel.cubin.data(), kernel.cubin.size(), name_for_errors));
-  kernel.resources.module_globals = static_cast<int64_t>(globals);
   kernel.variant.key = name_for_errors;
   kernel.variant.entry = entry;
   kernel.variant.arch = arch;

@@ -26,8 +26,8 @@ MemoryLedger build_ledger(const WeightPlan& plan, uint64_t state_per_slot, int s
 }
 
 void add_kernel_globals(MemoryLedger& m, uint64_t bytes) {
-  m.total = m.total - m.kernel_globals + bytes;  // idempotent: a second call replaces the first
   m.kernel_globals = bytes;
+  m.total += bytes;
   m.kernel_globals_known = true;
 }
 
@@ -40,7 +40,8 @@ std::string ledger_text(const MemoryLedger& m) {
   text += m.kernel_globals_known
               ? fmt::format("  kernel globals       {:>12}  ({} bytes: the kernels' __device__ variables)\n",
                             gib_text(m.kernel_globals), m.kernel_globals)
-              : std::string("  kernel globals       not known without a GPU target\n");
+              : std::string("  kernel globals       not counted (known once the kernels are compiled; none with "
+                            "--target none)\n");
   text += fmt::format("  device total         {:>12}", gib_text(m.total));
   text += m.limit ? fmt::format("  of {}\n", gib_text(m.limit)) : std::string("  (no limit checked)\n");
   if (m.weights_host)

@@ -32,7 +32,7 @@ struct MemoryLedger {
 MemoryLedger build_ledger(const WeightPlan& plan, uint64_t state_per_slot, int slots, uint64_t activations,
                           uint64_t limit);
 // Records the compiled kernels' module globals (the sum of their KernelResources::module_globals) and
-// adds them to the total.
+// adds them to the total; called once, after compiling.
 void add_kernel_globals(MemoryLedger& ledger, uint64_t bytes);
 // A readable multi-line table of the ledger.
 std::string ledger_text(const MemoryLedger& ledger);

@@ -7,7 +7,6 @@
 
 #include <unordered_map>
 
-#include "common/elf_sections.h"
 #include "common/tensor_inventory.h"
 #include "runtime/gpu/device_sink.h"
 #include "runtime/gpu/synthetic_weights.h"
@@ -57,12 +56,7 @@ Result<DeviceLayout> plan_device_layout(const ProgramFile& file, const CallLists
   for (size_t i = 0; i < planned.size(); ++i) planned[i] = static_cast<int64_t>(i);
   layout.stored = plan_stored_layout(p, planned);
   if (p.kernels())
-    for (const fb::Kernel* k : *p.kernels()) {
-      if (!k->cubin() || k->cubin()->size() == 0) continue;
-      auto globals = module_global_bytes(k->cubin()->data(), k->cubin()->size(), k->key()->str());
-      if (!globals.is_ok()) return globals.status().with_context(file.source());
-      layout.module_globals += *globals;
-    }
+    for (const fb::Kernel* k : *p.kernels()) layout.module_globals += k->module_globals();
 
   const auto& weights = *p.weights();
   std::unordered_map<std::string, int64_t> by_name;

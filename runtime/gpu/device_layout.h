@@ -39,7 +39,7 @@ struct DeviceLayout {
   // Engram (runtime/gpu/engram_step.h): a step's table rows and their ids on the device; the pinned
   // host buffer they are gathered into; the bytes copied per phase row.
   uint64_t engram_bytes = 0, engram_pinned_bytes = 0, engram_copy_per_row = 0;
-  // The kernels' module globals (__device__ variables, read from each cubin: common/elf_sections.h).
+  // The kernels' module globals (__device__ variables: the program's per-kernel module_globals).
   // The driver allocates them when the session loads its modules, before the free-memory check, so
   // they are not in total().
   uint64_t module_globals = 0;
