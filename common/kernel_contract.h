@@ -52,8 +52,9 @@ const std::vector<KernelSource>& kernel_sources();
 // (prefill segments: the tiled tensor-core bodies), 0 otherwise (decode windows). A kernel with paths
 // for both takes it so that each phase's variant compiles one path only: a path's registers then do not
 // cap the other's occupancy (docs/perf.md, the sixth session: sparse_attention's decode variants went
-// from 128 to 163 registers when its prefill path grew). The launch rules' own 16-row switches
-// (common/kernel_launch_*.cpp) must equal it.
+// from 128 to 163 registers when its prefill path grew). The launch rules that choose a many_rows path
+// use it (kernel_launch_products.cpp tiled, kernel_launch_attention.cpp prefill_attention); the kernels'
+// kGemvRows must equal it.
 constexpr int64_t kManyRowsAbove = 16;
 
 // What a call's parameters derive from besides the call itself: the phase's rows and the

@@ -115,7 +115,7 @@ Result<LaunchDims> launch_index_select(const Call& call, const CallEnv& env) {
 // Prefill phases in bf16 (prefill_attention): grid (R, ⌈H/16⌉), kernels/sparse_attention_prefill.cuh.
 // Else grid (R, ⌈H/G⌉, S), kernels/sparse_attention.cuh: G heads a block share each key read; decode phases
 // split a row's key slots over S blocks (whole tiles each, within the kernel's partial arrays), larger
-// phases take a block an (row, group) over every key with G = 8. At decode each G of 2, 4, 8 gets the
+// phases take a block a (row, group) over every key with G = 8. At decode each G of 2, 4, 8 gets the
 // most splits that keep the launch within kAttnTargetBlocks (one wave: a second wave of a few blocks
 // doubled the time) and the combining block within kAttnCombineSplits (head, split) partials; the G
 // whose blocks walk the fewest tiles wins, the smaller G on a tie (docs/perf.md "sattn": the sweep).
@@ -129,7 +129,7 @@ Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env)
     d.grid[0] = rows;
     d.grid[1] = ceil_div(heads, kPrefillHeads);
     d.dynamic_shared = prefill_shared(dh);
-    d.bounds.push_back({"sparse_attention shared memory", kAttnStaticShared + d.dynamic_shared, 0});
+    d.bounds.push_back({"sparse_attention shared memory", d.dynamic_shared, 0});  // no static: its own variant
     return d;
   }
   const int64_t tiles = ceil_div(window + topk, kAttnTile);

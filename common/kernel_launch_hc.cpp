@@ -14,20 +14,28 @@ Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
   return one_thread_per_element(env.rows * call.constant("mix"), 256);
 }
 
-Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
-  (void)call;  // kernels/hc_mix.cuh: blocks of 512, 16 a row at decode (hc_mix_detail::splits), else one
-  constexpr int64_t kMixRows = 16, kMixSplits = 16;
+namespace {
+
+// Blocks of 512, 16 a row in phases of at most 16 rows (kernels/hc_mix.cuh kMixRows and kMixSplits: its
+// table holds no more), else one a row.
+LaunchDims split_at_decode(const CallEnv& env) {
+  constexpr int64_t kSplitRows = 16, kSplits = 16;
   LaunchDims d = one_block_per_row(env, 512);
-  if (env.rows >= 1 && env.rows <= kMixRows) d.grid[1] = kMixSplits;
+  if (env.rows >= 1 && env.rows <= kSplitRows) d.grid[1] = kSplits;
   return d;
 }
 
+}  // namespace
+
+Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
+  (void)call;
+  return split_at_decode(env);
+}
+
+// kernels/hc_collapse_norm.cuh takes any split; it uses hc_mix's.
 Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {
-  (void)call;  // kernels/hc_collapse_norm.cuh: blocks of 512, 16 a row at decode (hc_collapse_norm_detail), else one
-  constexpr int64_t kNormRows = 16, kNormSplits = 16;
-  LaunchDims d = one_block_per_row(env, 512);
-  if (env.rows >= 1 && env.rows <= kNormRows) d.grid[1] = kNormSplits;
-  return d;
+  (void)call;
+  return split_at_decode(env);
 }
 
 Result<LaunchDims> launch_hc_post(const Call& call, const CallEnv& env) {

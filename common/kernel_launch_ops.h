@@ -9,8 +9,9 @@ namespace dsv41 {
 constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Dynamic shared memory of the tiled tensor-core GEMM (kernels/gemm_tile.cuh smem_bytes): stages of a
-// BM-row A tile and a 128-row B tile, 32 + 8 bf16 a row; the 64-row tile (experts, FP8 / FP4 products)
-// in three stages, the 128-row one (BF16 products) in four.
+// BM-row A tile and a 128-row B tile; the 64-row tile (experts, FP8 / FP4 products) in three stages of
+// 32 + 8 bf16 a row, the 128-row one (BF16 products) in four such stages (81,920 bytes) or two of 64 + 8
+// (73,728): the constant is the larger.
 constexpr int64_t kGemmSmemBytes = 3 * (64 + 128) * (32 + 8) * 2;
 constexpr int64_t kWideGemmSmemBytes = 4 * (128 + 128) * (32 + 8) * 2;
 

@@ -39,9 +39,9 @@ LaunchDims gemv_grid(const Call& call, const CallEnv& env, int64_t columns, int6
 
 // kernels/linear.cuh tiled_takes: above 16 rows (kManyRowsAbove: the variants with many_rows = 1), bf16 x,
 // a weight format the tile decodes, K (n) of whole 32-column steps and every 128-column tile within one x
-// range run the tiled tensor-core GEMM:
-// grid (ceil(R / BM), ceil(columns / 128)); BM (kernels/gemm_tile.cuh tile_rows) 128 for BF16 weights, in
-// four stages of dynamic shared memory, else 64 in three.
+// range run the tiled tensor-core GEMM: grid (ceil(R / BM), ceil(columns / 128)); BM (kernels/gemm_tile.cuh
+// tile_rows) 128 for BF16 weights with kWideGemmSmemBytes of dynamic shared memory, else 64 with
+// kGemmSmemBytes (common/kernel_launch_ops.h).
 constexpr int64_t kTileCols = 128, kTileK = 32;
 
 // The weight format when the tiled GEMM takes the call, else nothing.

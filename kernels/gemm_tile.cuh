@@ -145,6 +145,14 @@ __device__ __forceinline__ void load_x4(const unsigned short* row, unsigned (&r)
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
+// The same with .trans: each lane receives, of each matrix, rows 2·(lane % 4) and next at column
+// lane / 4 (the B fragment of a row-major K x N tile; kernels/sparse_attention_prefill.cuh's P·V).
+__device__ __forceinline__ void load_x4_trans(const unsigned short* row, unsigned (&r)[4]) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
 
 // acc[mi][ni][4] of warp (wm, wn) += the stage's A·Bᵀ over its 32 columns of K. The fragments of
 // mma m16n8k16 come by ldmatrix: A's (rows g, g + 8; columns 2t, 2t + 8) as matrices (rows 0-7 | 8-15)

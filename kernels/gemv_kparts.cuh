@@ -19,7 +19,8 @@ namespace gemv_detail {
 #ifndef DSV41_CONTRACT_SCAN
 
 // [z · gridDim.y + y][column in block][row]: one block's partials; and each column block's finished count.
-// Templates so that only the modules that split K carry them.
+// Templates, so that only the variants whose GEMV path is compiled carry them (a tiled prefill
+// variant's is a discarded branch: kernels/linear.cuh product_block).
 template <int kUnused = 0>
 __device__ float g_kpart_sums[kGemvTargetBlocks * kGemvGroup * kGemvRows];
 template <int kUnused = 0>

@@ -5,7 +5,8 @@
 // K permutation, decode and MMA sequence as mma_tile: the partials are the same bits, only the weight
 // loads are issued earlier. Taken for BF16 weights only, where the GPU measured it faster (docs/perf.md,
 // branch gemv8: the head at 8 and 16 rows 12 and 10 points of the roofline faster); FP8 and FP4 keep
-// mma_tile (the ring measured mixed for FP8 and slower for FP4).
+// mma_tile (the ring measured mixed for FP8 and slower for FP4). Also the products' tensor-core block
+// body (gemv_mma_block: mma_stream for BF16, mma_tile at kProductBatch otherwise).
 #pragma once
 
 #include "gemv_mma.cuh"
@@ -84,9 +85,10 @@ __device__ __forceinline__ void mma_stream(const unsigned short* xs, XRow xrow, 
   mma_store(d, mine);
 }
 
-// K blocks a lane of the products' mma_tile keeps in flight: 2 (the experts keep 4 for FP8) puts the FP8
-// linear and grouped_linear variants at 78-80 registers instead of 102-107, so three blocks (24 warps) an
-// SM instead of two, for a body that waits on its loads at 25% occupancy (docs/perf.md, branch dfp8).
+// K blocks a lane of the products' mma_tile keeps in flight: 2 (the experts keep 4 for FP8) put the FP8
+// linear and grouped_linear variants at 78-80 registers instead of 102-107 (more blocks an SM, for a body
+// that waits on its loads at 25% occupancy: docs/perf.md, branch dfp8), measured while the tiled prefill
+// path still shared their variants; their decode variants (many_rows = 0) now take 64 and 74.
 constexpr int kProductBatch = 2;
 
 // The tensor-core body of the GEMV: the warp's column group and K slice into red (gemv_store sums them).

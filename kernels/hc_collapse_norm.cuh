@@ -2,8 +2,8 @@
 // row, h = b(Σ_s pre[s]·x[s]) (fp32 sum over the streams in order, rounded when out is BF16, pre =
 // mix columns [0, S)), out = b(h·(mean(h²) + eps)^−½·norm); inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp): block 512 threads, grid (R, G): G = kNormSplits blocks per row at
-// decode (R ≤ kNormRows), else one block per row. Every block forms the whole row's sum of squares
+// Launch (common/kernel_launch_hc.cpp): block 512 threads, grid (R, G): G = 16 blocks per row at decode
+// (R ≤ 16), else one block per row; the kernel takes any G. Every block forms the whole row's sum of squares
 // itself (thread t the columns d ≡ t (mod 512), then the block-wide sum: the same operations in every
 // block, so the same bits), then writes out only for its slice of the columns, forming h again (the
 // same fp32 operations, so the same bits) instead of keeping the row in shared memory. So a split row
@@ -23,8 +23,6 @@
 namespace dsv41k {
 namespace hc_collapse_norm_detail {
 constexpr int kThreads = 512;
-constexpr int kNormRows = 16;    // phases of at most this many rows split a row over blocks
-constexpr int kNormSplits = 16;  // blocks per split row
 constexpr int kUnroll = 8;       // columns a thread has in flight while it sums the squares
 
 // b(Σ_s pre[s]·x[s, d]) as runtime/cpu/ops_hc.cpp forms it (no fused multiply-add).

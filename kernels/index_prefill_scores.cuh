@@ -27,14 +27,22 @@ __device__ constexpr bool class_path(long long heads, long long dim) {
   return dim % 32 == 0 && dim <= index_scores::kRegMaxDim && heads <= index_scores::kRegMaxHeads;
 }
 
+// 16-byte chunks a class pair owns (shapes off the class path: any), and pair c's swizzle of them:
+// pairs whose chunks share banks differ in it.
+template <int Di>
+__device__ constexpr int pair_chunks() { return Di >= 16 ? Di / 16 : 1; }
+template <int Di>
+__device__ __forceinline__ int pair_swizzle(int c) {
+  constexpr int X = pair_chunks<Di>();
+  return (2 * (c * X / 8)) % X;
+}
+
 // Where dim i of a head's query sits in class order (an offset below Di).
 template <int Di>
 __device__ __forceinline__ int class_slot(int i) {
-  constexpr int X = Di >= 16 ? Di / 16 : 1;  // 16-byte chunks a pair owns (shapes off the class path: any)
   const int j = i & 7, t = i >> 3, c = j >> 1;
   const int x = (j & 1) * (Di / 32) + (t >> 2);
-  const int s = (2 * (c * X / 8)) % X;  // the swizzle: pairs whose chunks share banks differ in it
-  return c * (Di / 4) + ((x ^ s) << 2) + (t & 3);
+  return c * (Di / 4) + ((x ^ pair_swizzle<Di>(c)) << 2) + (t & 3);
 }
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -48,9 +56,8 @@ __device__ __forceinline__ void score_chunk(const char* keys, bool wide, const f
                                             const unsigned* kept_bits, long long B, int base, int c, Key* chunk) {
   static_assert(class_path(Hi, Di) && QS % 4 == 0, "the class path's shapes");
   constexpr int T = Di / 8;  // steps of a class
-  constexpr int X = Di / 16;
   const int pair = threadIdx.x & 3, group = threadIdx.x >> 2;
-  const int swz = (2 * (pair * X / 8)) % X;
+  const int swz = pair_swizzle<Di>(pair);
   for (int p0 = 0; p0 < c; p0 += kPassEntries) {
     const int first = p0 + kGroupEntries * group;
     float k[kGroupEntries][2][T];  // k[m][hc][t]: dim 2·pair + hc + 8t of entry first + m

@@ -1,6 +1,7 @@
-// kernels/last_block.cuh — the handoff of the decode kernels that split a row over blocks (hc_mix,
-// router): each block writes its part to a table of its module, then counts itself on
-// the row's counter; the row's last block merges the parts.
+// kernels/last_block.cuh — the handoff of the decode kernels that split a row's (or an item's) work over
+// blocks (hc_mix, router, gemv_kparts, the grouped experts' slices and job sets): each block writes its
+// part to a table of its module, then counts itself on the row's or item's counter; the last block merges
+// the parts.
 #pragma once
 
 #include "kernel_abi.cuh"

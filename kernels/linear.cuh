@@ -141,20 +141,14 @@ __device__ __forceinline__ void tiled_block(Rows rows, Statics statics, Scratch 
 // One block of a product over the gemv grid: the tensor-core body where it takes the shape (bf16 x,
 // BF16/FP8/FP4 weights, every 16-column group reading one x range: kGroupX) but for BF16 weights at
 // kGemvFewRows rows or fewer and wide matrices (split at most kGemvFewRowsSplit: the head), which stream
-// faster on CUDA cores; else the CUDA-core body (compiled for
-// the tensor-core variants only with BF16 weights: NVRTC time), else (f32 weights, rows not of whole
-// 16-byte chunks, unaligned buffers) the warp-per-column loop.
-// kTiled (tiled_takes, in the variants of phases above kGemvRows rows: many_rows, common/kernel_contract.h):
-// the launch is the tiled grid and tiled_block runs, in K steps of kTileK (gemm_tile::tile_k).
-template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, int kTileK, class X0>
-__device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
-                                              Weight w, long long n, Scratch out, long long out_width,
-                                              long long columns) {
+// faster on CUDA cores; else the CUDA-core body (compiled for the tensor-core variants only with BF16
+// weights: NVRTC time), else (f32 weights, rows not of whole 16-byte chunks, unaligned buffers) the
+// warp-per-column loop.
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, class X0>
+__device__ __forceinline__ void gemv_product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
+                                                   Weight w, long long n, Scratch out, long long out_width,
+                                                   long long columns) {
   using namespace gemv_detail;
-  if constexpr (kTiled) {  // the code below is then dead: the tile's registers stay out of the decode variants
-    tiled_block<dtype_x, format_w, dtype_out, kTileK>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns);
-    return;
-  }
   __shared__ float red[kGemvReduceFloats];
   const int split = gemv_split(columns), kparts = gemv_kparts(split);
   if (static_cast<long long>(blockIdx.x) * kGemvRows >= rows || blockIdx.z >= kparts) return;
@@ -183,6 +177,21 @@ __device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratc
     gemv_store_parts<dtype_out>(rows, statics, out, out_width, columns, split, kparts, red);
   else
     gemv_store<dtype_out>(rows, statics, out, out_width, columns, split, red);
+}
+
+// One block of a product: kTiled (tiled_takes, in the variants of phases above kGemvRows rows: many_rows,
+// common/kernel_contract.h) runs tiled_block over the tiled grid, in K steps of kTileK (gemm_tile::tile_k);
+// else gemv_product_block over the gemv grid. The other branch is discarded, so neither its registers
+// nor its module tables (gemv_kparts.cuh's g_kpart_*) come with the variant.
+template <int dtype_x, int format_w, int dtype_out, bool kGroupX, bool kTiled, int kTileK, class X0>
+__device__ __forceinline__ void product_block(Rows rows, Statics statics, Scratch x, long long x_width, X0 x0_of,
+                                              Weight w, long long n, Scratch out, long long out_width,
+                                              long long columns) {
+  if constexpr (kTiled)
+    tiled_block<dtype_x, format_w, dtype_out, kTileK>(rows, statics, x, x_width, x0_of, w, n, out, out_width, columns);
+  else
+    gemv_product_block<dtype_x, format_w, dtype_out, kGroupX>(rows, statics, x, x_width, x0_of, w, n, out, out_width,
+                                                              columns);
 }
 #endif
 }  // namespace linear_detail

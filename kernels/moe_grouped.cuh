@@ -38,7 +38,8 @@ __device__ constexpr long long part_floats(long long choices) {
   return kMoeCols * kMoeRows * choices > 512 ? kMoeCols * kMoeRows * choices : 512;
 }
 __device__ constexpr long long shared_bytes(long long choices) {
-  return pairs_bytes(kMoeRows * choices) + 4 * part_floats(choices) + 8 + 4 * kWarps * kMoeCols * kMoeRows;
+  return pairs_bytes(kMoeRows * choices) + 4 * part_floats(choices) + 8 /* s_item, last_block_of_row's flag */ +
+         4 * kWarps * kMoeCols * kMoeRows;
 }
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -60,6 +61,16 @@ __device__ __forceinline__ float swiglu(float g, float u, float weight, float li
 __device__ __align__(128) unsigned g_ticket;
 __device__ __align__(128) unsigned g_done;  // phase 1 items finished (all their slices)
 __device__ __align__(128) unsigned g_exited;
+
+// Reads a counter other blocks raise (phase 2's poll of g_done): a relaxed load at the GPU's coherence
+// point, the caller fencing once the count is reached. Neither an atomic (the polling blocks would queue
+// with the ticket's) nor an acquire load, which made moe_experts 5-8% slower at one row (docs/perf.md,
+// dmoe).
+__device__ __forceinline__ unsigned load_relaxed(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 template <long long N>
 __device__ __align__(16) float g_act[N];  // [pair][F]: act of (row, choice) pair r·K + k
 

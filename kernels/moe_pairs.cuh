@@ -26,6 +26,8 @@ struct Pairs {
   int jobs;          // phase 2's jobs: up to 16 members of one expert (one MMA tile's inputs)
   int job[P];        // lead index · 65536 + first member within the lead's members
 };
+static_assert(sizeof(Pairs<1>) == pairs_bytes(1) && sizeof(Pairs<96>) == pairs_bytes(96),
+              "pairs_bytes counts Pairs");
 
 // Pairs of the step (pair p = row p / KK, choice p % KK; expert 0 for every active row when ids is null),
 // built by warp 0, a lane per pair: every block builds them before its first item, so a serial build

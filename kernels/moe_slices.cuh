@@ -15,11 +15,12 @@ namespace dsv41k {
 namespace moe_grouped {
 
 // Phase 1 (gate and up of 16 columns of one expert) is sliced only while it has fewer items than half the
-// grid's 264 blocks (the release share's shared expert: 40; measured faster there, 33.1 -> 28.6 us, and
-// slower for the bench's 144: docs/perf.md, dmoe), into about kSliceItems items, each warp keeping at
-// least kSliceMinBlocks K blocks of a slice (one MMA K block = 4 chunks a row).
-constexpr int kSliceBelow = 132;
-constexpr int kSliceItems = 528;
+// grid's kMoeBlocks (the release share's shared expert: 40; measured faster there, 33.1 -> 28.6 us, and
+// slower for the bench's 144: docs/perf.md, dmoe), into at most kSliceItems items, each warp keeping at
+// least kSliceMinBlocks K blocks of a slice (one MMA K block = 4 chunks a row; at the release share's
+// shared expert that bound decides: 10 slices, 400 items).
+constexpr int kSliceBelow = 132;  // kMoeBlocks / 2 (kernels/moe_grouped.cuh, which includes this file)
+constexpr int kSliceItems = 528;  // 2 · kMoeBlocks
 constexpr int kSliceMinBlocks = 2;
 
 #ifndef DSV41_CONTRACT_SCAN
@@ -49,17 +50,6 @@ template <long long N>
 __device__ __align__(16) float g_part2[N];
 template <int G>
 __device__ unsigned g_count2[G];
-
-// Reads a counter other blocks raise: a relaxed load at the GPU's coherence point, the caller fencing once
-// the count is reached. Not an atomic (the polling blocks would queue with the ticket's), nor an acquire
-// load: with one (4fc0c21) moe_experts took 132 µs at one row against main's 123-126 (02:44 call), with
-// this load 124 against 126 (02:53 call); the likely cause, not measured alone, is an invalidation of the
-// SM's L1 on each acquire, where the co-resident block's x reads hit.
-__device__ __forceinline__ unsigned load_relaxed(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace moe_grouped

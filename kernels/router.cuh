@@ -9,7 +9,7 @@
 // reset by that block) picks the top-k. Larger phases take G = 1: the row's block scores every expert
 // itself, four at a time. So the gate streams through G·R blocks at once instead of R. Dynamic shared
 // memory: 4·ceil4(D) (room for the row in its dtype) + 4·2·(D + 8) (the four gate rows, bf16); static:
-// 9·E + 512 bytes.
+// 9·E + 4·K bytes, bounded by 9·E + 512 (K ≤ 128).
 //
 // Logits: lane 8·e' + k keeps partial sum k (columns ≡ k mod 8, in increasing order) of expert e'.
 // With BF16 gates and D % 8 == 0 the warp copies the four rows whole into shared memory with
@@ -98,6 +98,7 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
                                        Int normalize, Scratch ids, Scratch weights) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && experts >= 1 && topk >= 1 && topk <= experts, "router constants out of range");
+  static_assert(topk <= 128, "static shared memory: 9·E + 4·K within static_shared_bytes' 9·E + 512");
   static_assert(router_detail::static_shared_bytes(experts) <= 46 * 1024, "the expert scores must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
   using namespace router_detail;

@@ -41,7 +41,7 @@ namespace sparse_attention_detail {
 constexpr int kThreads = 256;
 constexpr int kTile = 32;           // key slots a tile (a lane each in the softmax)
 constexpr int kMaxGroup = 8;        // heads a block (a warp each in the softmax)
-constexpr int kMaxSplits = 32;      // blocks a (row, group) at most (release r1: 20, a tile each)
+constexpr int kMaxSplits = 32;      // blocks a (row, group) at most (release world 4, r1: 20, a tile each)
 constexpr int kMaxPartials = 4096;  // R·H·S of a split launch at most: sizes the partial arrays
 static_assert(kMaxSplits <= 32, "the combine takes a split a lane");
 __device__ constexpr long long padded_dim(long long dh) { return (dh + 7) / 8 * 8; }

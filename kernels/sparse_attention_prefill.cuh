@@ -7,9 +7,9 @@
 // Taken (kernels/sparse_attention.cuh's entry; common/kernel_launch_attention.cpp decides the same) by
 // phases of more than 16 rows (variants with many_rows = 1: common/kernel_contract.h) with bf16
 // activations and bf16 ring and cache (served bf16 mode, bf16 cache format) and Dh a multiple of 16 up
-// to kMaxDim. Check mode (f32) and the packed (official)
-// caches keep the CUDA-core path. Launch: grid (R, ⌈H/16⌉, 1), 256 threads, shared_bytes(Dh) of dynamic
-// shared memory.
+// to kMaxDim. Check mode (f32) and the packed (official) caches keep the CUDA-core path. Launch: grid
+// (R, ⌈H/16⌉, 1), 256 threads, shared_bytes(Dh) of dynamic shared memory (the host's copy:
+// common/kernel_launch_attention.cpp prefill_shared).
 //
 // Numerics. q is f32: each value is split exactly into bf16 hi + bf16 lo (|q − hi − lo| ≤ 2⁻¹⁷|q|), and
 // the logits are two MMAs (hi·k + lo·k) with fp32 accumulation, so they are fp32 dots up to that split
@@ -47,15 +47,6 @@ __device__ constexpr long long shared_bytes(long long dh) {
 
 #ifndef DSV41_CONTRACT_SCAN
 using namespace sparse_attention_rows;
-
-// ldmatrix .trans: lanes 8m .. 8m + 7 name the rows of matrix m; each lane receives, of each matrix,
-// rows 2·(lane % 4) and next at column lane / 4 (the B fragment of a row-major K x N tile).
-__device__ __forceinline__ void load_x4_trans(const unsigned short* row, unsigned (&r)[4]) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
 
 // Two floats as bf16 bits, the lower column in the low half (an MMA operand register).
 __device__ __forceinline__ unsigned pack_bf16(float lo_col, float hi_col) {
@@ -109,7 +100,8 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
   static_assert(kEach == 2, "a softmax thread takes a float2 of logits");
   static_assert(Dh % 16 == 0 && Dh <= kMaxDim, "Dh is whole 16-dimension units");
   // A warp's 16-dimension units: k-steps of the logits and column pairs of P·V, w, w + 8, ...
-  constexpr int KS = Dh + 8, kUnits = Dh / 16, kMine = (kUnits + kWarps - 1) / kWarps;
+  static_assert(shared_bytes(Dh) <= 227 * 1024, "the key tiles outgrow an SM's shared memory");
+  constexpr int KS = static_cast<int>(key_stride(Dh)), kUnits = Dh / 16, kMine = (kUnits + kWarps - 1) / kWarps;
   constexpr int kSlots = Wn + K;
   const float kNegInf = -__int_as_float(0x7f800000);
   extern __shared__ __align__(16) unsigned char prefill_shared[];
@@ -273,7 +265,7 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
           const int d0 = 16 * (warp + kWarps * i);
           if (d0 >= Dh) continue;  // warp-uniform (Dh < 128 only)
           unsigned b[4];
-          load_x4_trans(tile + (kk + 8 * ((lane >> 3) & 1) + (lane & 7)) * KS + d0 + 8 * (lane >> 4), b);
+          gemm_tile::load_x4_trans(tile + (kk + 8 * ((lane >> 3) & 1) + (lane & 7)) * KS + d0 + 8 * (lane >> 4), b);
           gemv_detail::mma_bf16(o[i][0], a[0], a[1], a[2], a[3], b[0], b[1]);
           gemv_detail::mma_bf16(o[i][0], alo[0], alo[1], alo[2], alo[3], b[0], b[1]);
           gemv_detail::mma_bf16(o[i][1], a[0], a[1], a[2], a[3], b[2], b[3]);

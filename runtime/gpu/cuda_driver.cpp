@@ -55,7 +55,7 @@ Result<CudaDriver*> CudaDriver::load() {
   resolve(library, "cuFuncGetAttribute", d->cuFuncGetAttribute, missing);
   resolve(library, "cuFuncSetAttribute", d->cuFuncSetAttribute, missing);
   resolve(library, "cuLaunchKernel", d->cuLaunchKernel, missing);
-  d->cuLaunchKernelEx = reinterpret_cast<decltype(d->cuLaunchKernelEx)>(dlsym(library, "cuLaunchKernelEx"));
+  resolve(library, "cuLaunchKernelEx", d->cuLaunchKernelEx, missing);
   resolve(library, "cuGetErrorString", d->cuGetErrorString, missing);
   resolve(library, "cuGetErrorName", d->cuGetErrorName, missing);
   resolve(library, "cuMemGetInfo_v2", d->cuMemGetInfo, missing);

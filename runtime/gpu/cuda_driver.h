@@ -64,8 +64,8 @@ class CudaDriver {
   decltype(&::cuFuncGetAttribute) cuFuncGetAttribute = nullptr;
   decltype(&::cuFuncSetAttribute) cuFuncSetAttribute = nullptr;
   decltype(&::cuLaunchKernel) cuLaunchKernel = nullptr;
-  // Optional (CUDA 12 and later; null where the driver lacks it): programmatic dependent launch
-  // (runtime/gpu/programmatic_launch.h).
+  // Programmatic dependent launch (runtime/gpu/programmatic_launch.h). Required like the rest: a driver
+  // that loads the program's NVRTC 13 cubins has it, and a silent fallback would skew measurements.
   decltype(&::cuLaunchKernelEx) cuLaunchKernelEx = nullptr;
   decltype(&::cuGetErrorString) cuGetErrorString = nullptr;
   decltype(&::cuGetErrorName) cuGetErrorName = nullptr;

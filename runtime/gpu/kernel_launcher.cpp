@@ -183,7 +183,7 @@ Status KernelLauncher::launch(int32_t kernel, const Call& call, const CallEnv& e
     k.max_dynamic_shared = l.dynamic_shared;
   }
   DSV41_ASSIGN_OR_RETURN(KernelParams params, marshal_params(call, env, bindings));
-  if (programmatic_launch() && driver_.cuLaunchKernelEx) {
+  if (programmatic_launch()) {
     CUlaunchAttribute attribute{};
     attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attribute.value.programmaticStreamSerializationAllowed = 1;

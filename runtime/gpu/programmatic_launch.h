@@ -5,7 +5,7 @@
 namespace dsv41::gpu {
 
 // When on, each launch of a program kernel (KernelLauncher::launch) goes through the driver's
-// cuLaunchKernelEx (CudaDriver, where the driver has it) with
+// cuLaunchKernelEx (CudaDriver) with
 // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: a kernel may be launched before the previous one
 // on its stream has completed, inside captured graphs too (a programmatic edge). It is safe because every
 // program kernel waits for its predecessor's completion and memory first (griddepcontrol.wait in the

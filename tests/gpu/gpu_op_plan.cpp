@@ -89,9 +89,9 @@ bool filter_takes(const std::string& key) {
 }
 
 std::string row_class(const std::string& op, int64_t rows) {
-  // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows, kernels/hc_mix.cuh kMixRows and
-  // kernels/hc_collapse_norm.cuh kNormRows: a row's work split over blocks, merged by its last block
-  // (hc_collapse_norm: each block sums the whole row itself and writes its slice; a block a row above).
+  // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows, kernels/hc_mix.cuh kMixRows: a
+  // row's work split over blocks, merged by its last block; hc_collapse_norm splits a row at the same
+  // counts with no merge (each block sums the whole row itself and writes its slice). A block a row above.
   // hc_mix and hc_collapse_norm are also checked alone, at a middling count and at the most (tiny
   // decode.r1, r8 and r16).
   constexpr int64_t kSplitRows = 16;
@@ -104,7 +104,7 @@ std::string row_class(const std::string& op, int64_t rows) {
   // larger phases take a block a (row, head group).
   if (op == "sparse_attention")
     return rows > kSplitRows ? " (a block a row)" : rows == 1 ? " (split rows: 1)" : " (split rows: 2-16)";
-  constexpr int64_t kDecodeRows = 16;  // kernels/moe_grouped.cuh kMoeRows, kernels/gemv.cuh kGemvRows
+  constexpr int64_t kDecodeRows = 16;  // kernels/moe_pairs.cuh kMoeRows, kernels/gemv.cuh kGemvRows
   if (op != "moe_experts" && op != "shared_expert" && op != "linear" && op != "grouped_linear") return "";
   // kernels/gemv.cuh kGemvFewRows: BF16 products of wide matrices at 1-4 rows run the CUDA-core body.
   constexpr int64_t kFewRows = 4;

@@ -28,8 +28,9 @@ struct Shape {
   bool bf16_only = false;  // the head: stored BF16 in every pack
 };
 // Release shapes at world 1: wq_a, wq_b, the output projection wo_b, a wide square-ish product, and the
-// head (129280 vocabulary rows; a quarter at world 4); then the world-4 share's small grids, which run at
-// latency (32, 512 and 320 blocks at one row: docs/perf.md, branch dfp8): wkv, wq_b/4 and wo_b/4.
+// head (129280 vocabulary rows; a quarter at world 4); then the world-4 share's small grids, which ran at
+// latency before split-K (32, 512 and 320 blocks at one row: docs/perf.md, branch dfp8): wkv, wq_b/4 and
+// wo_b/4.
 const std::vector<Shape> kShapes = {{"wq_a", 5120, 1280},          {"wq_b", 1280, 32768},
                                     {"wo_b", 8192, 5120},          {"5120x8192", 5120, 8192},
                                     {"head/4", 5120, 32320, true}, {"head", 5120, 129280, true},
