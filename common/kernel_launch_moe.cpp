@@ -48,18 +48,22 @@ LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {
 
 }  // namespace
 
-// kernels/router.cuh (mirrors router_detail): blocks of one warp scoring four experts; decode phases
-// spread a row's experts over ceil(E / 4) blocks (the row's last block picks the top-k), larger phases
-// keep a block a row. The row (fp32) and the four staged gate rows (bf16) sit in dynamic shared memory.
-constexpr int64_t kRouterThreads = 32, kRouterExpertsPerBlock = 4, kRouterRows = 16;
+// kernels/router.cuh (mirrors router_detail): blocks of kRouterRowsPerBlock warps, a warp a row; decode
+// phases spread each row group's experts over ceil(E / 4) blocks (the group's last block picks the
+// top-k), larger phases keep a block a row group. The four staged gate rows (bf16) and the block's rows of
+// x (in x's dtype, fp32 when unknown, each padded to 16 bytes) sit in dynamic shared memory.
+constexpr int64_t kRouterRowsPerBlock = 4, kRouterExpertsPerBlock = 4, kRouterRows = 16;
 
 Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
   const int64_t experts = call.constant("experts"), hidden = call.constant("hidden");
-  LaunchDims d = per_row(env, 9 * experts + 512);
-  d.block = kRouterThreads;
+  LaunchDims d = per_row(env, kRouterRowsPerBlock * (8 * experts + 1024));
+  d.block = 32 * kRouterRowsPerBlock;
+  d.grid[0] = ceil_div(std::max<int64_t>(1, env.rows), kRouterRowsPerBlock);
   if (env.rows <= kRouterRows) d.grid[1] = ceil_div(experts, kRouterExpertsPerBlock);
-  d.dynamic_shared = 4 * ceil_div(hidden, 4) * 4 + 4 * 2 * (hidden + 8);
-  d.bounds.push_back({"router shared memory", d.dynamic_shared + 9 * experts + 512, 0});
+  const BufferDecl* x = env.buffer ? env.buffer(call.arg("x")) : nullptr;
+  const int64_t x_slot = ceil_div(hidden * (x && x->dtype == DType::BF16 ? 2 : 4), 16) * 16;
+  d.dynamic_shared = 4 * 2 * (hidden + 8) + std::min(env.rows, kRouterRowsPerBlock) * x_slot;
+  d.bounds.push_back({"router shared memory", d.dynamic_shared + kRouterRowsPerBlock * (8 * experts + 1024), 0});
   return d;
 }
 

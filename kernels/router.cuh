@@ -3,21 +3,24 @@
 // times scaling. Mirrors runtime/cpu/ops_moe.cpp op_router: the logits are the CPU's eight-way dots, so
 // the ids match the CPU's exactly.
 //
-// Launch (common/kernel_launch_moe.cpp): grid (R, G, 1), blocks of one warp scoring four experts.
-// Decode phases (R ≤ kRouterRows) take G = ceil(E / 4): block (r, g) scores experts 4g .. 4g + 3 of
-// row r and hands them to the module's score table; the row's last block to finish (a counter per row,
-// reset by that block) picks the top-k. Larger phases take G = 1: the row's block scores every expert
-// itself, four at a time. So the gate streams through G·R blocks at once instead of R. Dynamic shared
-// memory: 4·ceil4(D) (room for the row in its dtype) + 4·2·(D + 8) (the four gate rows, bf16); static:
-// 9·E + 4·K bytes, bounded by 9·E + 512 (K ≤ 128).
+// Launch (common/kernel_launch_moe.cpp): grid (ceil(R / kRowsPerBlock), G, 1), blocks of kRowsPerBlock
+// warps; warp w serves row kRowsPerBlock·blockIdx.x + w, and the block's four gate rows are staged once
+// for all its rows (a decode step of 8 rows reads the gate twice, not eight times). Decode phases
+// (R ≤ kRouterRows) take G = ceil(E / 4): block (b, g) scores experts 4g .. 4g + 3 of its rows and
+// hands them to the module's score table; the rows' last block to finish (a counter per row group,
+// reset by that block) picks every row's top-k, a warp a row. Larger phases take G = 1: the block scores
+// every expert itself, four at a time. Dynamic shared memory: the four staged gate rows, 4·2·(D + 8)
+// (bf16), then min(R, kRowsPerBlock) rows of x in its dtype, each padded to 16 bytes; static:
+// kRowsPerBlock·(8·E + 8·K) bytes, bounded by static_shared_bytes (K ≤ 128).
 //
-// Logits: lane 8·e' + k keeps partial sum k (columns ≡ k mod 8, in increasing order) of expert e'.
-// With BF16 gates and D % 8 == 0 the warp copies the four rows whole into shared memory with
-// cp.async (16 bytes a copy, every copy in flight at once, in kParts groups so the sums start on the
-// first part while the rest lands) and each lane then walks its column class there; the butterfly
+// Logits: lane 8·e' + k of a row's warp keeps partial sum k (columns ≡ k mod 8, in increasing order) of
+// expert e'. With BF16 gates and D % 8 == 0 all the block's threads copy the four rows whole into shared
+// memory with cp.async (16 bytes a copy, every copy in flight at once, in kParts groups so the sums start
+// on the first part while the rest lands) and each lane then walks its column class there; the butterfly
 // over the eight lanes forms the CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats
-// read element by element (group8_dot). Top-k: K warp-wide arg-max passes (the butterfly leaves the
-// winner in every lane; no block barrier). The last block gathers the table with every load in flight.
+// read element by element (group8_dot). Top-k: K warp-wide arg-max passes over register-held keys (the
+// value's order-preserving bits; two warp reductions a pass, max key then min id, so the tie rule holds),
+// only the winner's lane rescanning its experts.
 #pragma once
 
 #include "cp_async.cuh"
@@ -25,38 +28,94 @@
 
 namespace dsv41k {
 namespace router_detail {
-constexpr int kThreads = 32;          // one warp, four experts
+constexpr int kRowsPerBlock = 4;  // a warp a row
+constexpr int kThreads = 32 * kRowsPerBlock;
 constexpr int kExpertsPerBlock = 4;
 constexpr int kRouterRows = 16;  // phases of at most this many rows split a row's experts over blocks
 constexpr int kParts = 4;        // cp.async groups a gate row is copied in
 __device__ constexpr long long stage_row(long long d) { return d + 8; }  // bf16; the four rows in other banks
-__device__ constexpr long long static_shared_bytes(long long e) { return 9 * e + 512; }
+__device__ constexpr long long static_shared_bytes(long long e) { return kRowsPerBlock * (8 * e + 1024); }
 
 #ifndef DSV41_CONTRACT_SCAN
-// A split launch's scores, [row][σ of E, then σ + bias of E], and each row's count of finished blocks.
+// A split launch's scores, [row][σ of E, then σ + bias of E], and each row group's count of finished blocks.
 template <long long E>
 __device__ float g_scores[kRouterRows * 2 * E];
-__device__ unsigned g_finished[kRouterRows];
+__device__ unsigned g_finished[kRouterRows / kRowsPerBlock];
 
-// The logit of expert e0 + e' for lane 8·e' + k: the CPU's dot of gate row e0 + e' with xs (rows at or
-// past E are not read; their lanes' results mean nothing). Every lane of the warp must call it.
+// Copies gate rows e0 .. e0 + 3 (those below E) into the stage, all of the block's threads, one
+// cp.async group a part (BF16 gates with D % 8 == 0 only).
+template <int D>
+__device__ __forceinline__ void stage_gate(Weight gate, int e0, int E, unsigned short* stage) {
+  constexpr int NC = D / 8, RS = static_cast<int>(stage_row(D));  // 8-column chunks a row; staged row stride
+  const unsigned short* g = static_cast<const unsigned short*>(gate.data);
+#pragma unroll
+  for (int part = 0; part < kParts; ++part) {
+    const int q0 = NC * part / kParts, n = NC * (part + 1) / kParts - q0;
+    for (int t = threadIdx.x; t < 4 * n; t += kThreads) {
+      const int row = t / n, q = q0 + t % n;
+      if (e0 + row < E) cp_async16(stage + row * RS + 8 * q, g + static_cast<long long>(e0 + row) * D + 8 * q);
+    }
+    cp_async_commit();
+  }
+}
+
+// Lane k's raw x element 8·q + k: fp32 as is, bf16 as its bits (widened where it is used, so the
+// widening does not wait on the load ahead of the adds).
+template <int DTX>
+struct XRawOf {
+  using type = unsigned short;
+};
+template <>
+struct XRawOf<DT_F32> {
+  using type = float;
+};
+template <int DTX>
+using XRaw = typename XRawOf<DTX>::type;
+template <int DTX>
+__device__ __forceinline__ float widen(XRaw<DTX> v) {
+  if constexpr (DTX == DT_F32) return v;
+  else return bf16_bits_to_float(v);
+}
+
+// acc plus the products of chunks q0 .. q1 − 1 of the lane's column class, in increasing order (the
+// CPU's partial sum): blocks of 8 chunks, the next block's 16 loads issued before this block's adds, so
+// the dependent adds do not wait on shared-memory latency. w: the staged gate row at the lane's class.
+template <int DTX>
+__device__ __forceinline__ float chain_part(float acc, const unsigned short* w, const void* xs, int k, int q0, int q1) {
+  constexpr int B = 8;
+  const XRaw<DTX>* xk = static_cast<const XRaw<DTX>*>(xs) + k;
+  int q = q0;
+  if (q1 - q0 >= B) {
+    unsigned short wv[B];
+    XRaw<DTX> xv[B];
+#pragma unroll
+    for (int j = 0; j < B; ++j) wv[j] = w[8 * (q + j)], xv[j] = xk[8 * (q + j)];
+    for (; q + B <= q1; q += B) {
+      const int n = q + 2 * B <= q1 ? q + B : q;  // the next block, or this one again at the end (unused)
+      unsigned short wn[B];
+      XRaw<DTX> xn[B];
+#pragma unroll
+      for (int j = 0; j < B; ++j) wn[j] = w[8 * (n + j)], xn[j] = xk[8 * (n + j)];
+#pragma unroll
+      for (int j = 0; j < B; ++j) acc = __fadd_rn(acc, __fmul_rn(bf16_bits_to_float(wv[j]), widen<DTX>(xv[j])));
+#pragma unroll
+      for (int j = 0; j < B; ++j) wv[j] = wn[j], xv[j] = xn[j];
+    }
+  }
+  for (; q < q1; ++q) acc = __fadd_rn(acc, __fmul_rn(bf16_bits_to_float(w[8 * q]), widen<DTX>(xk[8 * q])));
+  return acc;
+}
+
+// The logit of expert e0 + e' for lane 8·e' + k of a warp with a row (`live`): the CPU's dot of gate row
+// e0 + e' with xs (rows at or past E are not read; their lanes' results mean nothing). Every thread of
+// the block must call it (its waits are block barriers); a warp without a row only waits.
 template <int FMT, int DTX, int D>
-__device__ __forceinline__ float expert_logit(Weight gate, int e0, int E, const void* xs, unsigned short* stage) {
+__device__ __forceinline__ float expert_logit(Weight gate, int e0, int E, const void* xs, const unsigned short* stage,
+                                              bool live) {
   const int lane = threadIdx.x & 31, k = lane & 7, sub = lane >> 3;
   if constexpr (FMT == WF_BF16 && D % 8 == 0) {
     static_assert(kParts == 4, "the waits below count four groups");
-    constexpr int NC = D / 8, RS = static_cast<int>(stage_row(D));  // 8-column chunks a row; staged row stride
-    const unsigned short* g = static_cast<const unsigned short*>(gate.data);
-    __syncwarp();  // the previous experts' sums are done with the stage
-#pragma unroll
-    for (int part = 0; part < kParts; ++part) {
-      const int q0 = NC * part / kParts, n = NC * (part + 1) / kParts - q0;
-      for (int t = lane; t < 4 * n; t += 32) {
-        const int row = t / n, q = q0 + t % n;
-        if (e0 + row < E) cp_async16(stage + row * RS + 8 * q, g + static_cast<long long>(e0 + row) * D + 8 * q);
-      }
-      cp_async_commit();
-    }
+    constexpr int NC = D / 8, RS = static_cast<int>(stage_row(D));
     const unsigned short* w = stage + sub * RS + k;
     float acc = 0.0f;
 #pragma unroll
@@ -65,28 +124,65 @@ __device__ __forceinline__ float expert_logit(Weight gate, int e0, int E, const 
       else if (part == 1) cp_async_wait<2>();
       else if (part == 2) cp_async_wait<1>();
       else cp_async_wait<0>();
-      __syncwarp();  // other lanes' copies of this part have landed
+      __syncthreads();  // every thread's copies of this part have landed
+      if (!live) continue;
       const int q0 = NC * part / kParts, q1 = NC * (part + 1) / kParts;
-#pragma unroll 8
-      for (int q = q0; q < q1; ++q) acc = __fadd_rn(acc, __fmul_rn(bf16_bits_to_float(w[8 * q]), load<DTX>(xs, 8 * q + k)));
+      acc = chain_part<DTX>(acc, w, xs, k, q0, q1);
     }
     acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 1));
     acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 2));
     return __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, 4));
   } else {
-    cp_async_wait<0>();  // the row
-    __syncwarp();
+    cp_async_wait<0>();  // the rows
+    __syncthreads();
+    if (!live) return 0.0f;
     const int e = e0 + sub < E ? e0 + sub : E - 1;
     return group8_dot([&](long long i) { return weight_at<FMT>(gate, e, i, D); },
                       [&](long long i) { return load<DTX>(xs, i); }, D, k);
   }
 }
 
-// (v, id) beats (w, jd): higher value, then lower id; id < 0 is "none".
-__device__ __forceinline__ bool beats(float v, int id, float w, int jd) {
-  if (id < 0) return false;
-  if (jd < 0) return true;
-  return v > w || (v == w && id < jd);
+// The order-preserving bits of a score that is not NaN and not −0 (the kernel makes it so): a larger
+// key is a larger value, and equal keys are equal values. 0 is below every such key ("taken").
+__device__ __forceinline__ unsigned order_key(float v) {
+  const unsigned u = __float_as_uint(v);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// One warp: the K best of the E keys (lane + 32·i held by the lane in key[i]) into order[], best first,
+// ties to the lower id. Each pass takes the warp's largest key, then the lowest id holding it; the
+// winner's lane clears that key and rescans its own.
+template <int E, int K>
+__device__ __forceinline__ void top_k(unsigned (&key)[(E + 31) / 32], int* order) {
+  constexpr int kPerLane = (E + 31) / 32;
+  const int lane = threadIdx.x & 31;
+  unsigned best = 0u;
+  int best_i = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (key[i] > best) {  // strict: the first (lowest id) of equal keys stays
+      best = key[i];
+      best_i = i;
+    }
+  for (int k = 0; k < K; ++k) {
+    const unsigned top = __reduce_max_sync(0xffffffffu, best);
+    const unsigned mine = best == top ? static_cast<unsigned>(lane + 32 * best_i) : 0xffffffffu;
+    const unsigned id = __reduce_min_sync(0xffffffffu, mine);
+    if (lane == 0) order[k] = static_cast<int>(id);
+    if (static_cast<int>(id & 31u) == lane) {
+      best = 0u;
+      best_i = 0;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        if (lane + 32 * i == static_cast<int>(id)) key[i] = 0u;
+        if (key[i] > best) {
+          best = key[i];
+          best_i = i;
+        }
+      }
+    }
+  }
+  __syncwarp();
 }
 #endif  // DSV41_CONTRACT_SCAN
 }  // namespace router_detail
@@ -98,117 +194,106 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
                                        Int normalize, Scratch ids, Scratch weights) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && experts >= 1 && topk >= 1 && topk <= experts, "router constants out of range");
-  static_assert(topk <= 128, "static shared memory: 9·E + 4·K within static_shared_bytes' 9·E + 512");
+  static_assert(topk <= 128, "static shared memory: the order and weights within static_shared_bytes");
   static_assert(router_detail::static_shared_bytes(experts) <= 46 * 1024, "the expert scores must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
   using namespace router_detail;
   constexpr int D = static_cast<int>(hidden), E = static_cast<int>(experts), K = static_cast<int>(topk);
+  constexpr int kXBytes = D * (dtype_x == DT_F32 ? 4 : 2), kXSlot = (kXBytes + 15) / 16 * 16;
+  constexpr int kPerLane = (E + 31) / 32;
   const float kInf = __int_as_float(0x7f800000);
   extern __shared__ __align__(16) unsigned char dyn_router[];
-  void* xs = dyn_router;  // [D] in x's dtype
-  unsigned short* stage = reinterpret_cast<unsigned short*>(dyn_router + 4 * ((D + 3) / 4 * 4));  // [4][D + 8]
-  __shared__ float score[E];
-  __shared__ float biased[E];
-  __shared__ unsigned char chosen[E];
-  __shared__ int order[K];
+  unsigned short* stage = reinterpret_cast<unsigned short*>(dyn_router);  // [4][D + 8]
+  unsigned char* x_rows = dyn_router + 8 * stage_row(D);                  // [rows here][kXSlot]
+  __shared__ float score[kRowsPerBlock][E];
+  __shared__ float biased[kRowsPerBlock][E];
+  __shared__ int order[kRowsPerBlock][K];
 
-  constexpr int kPerLane = (E + kThreads - 1) / kThreads;
-  const int lane = threadIdx.x & 31;
-  const long long r = blockIdx.x;
-  if (r >= rows) return;
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  const long long r = static_cast<long long>(blockIdx.x) * kRowsPerBlock + warp;
   const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
   if (G > 1 && rows > kRouterRows) return;  // a grid the score table cannot hold (the launch never gives one)
-  int* idr = static_cast<int*>(ids) + r * K;
-  float* wr = static_cast<float*>(weights) + r * K;
-  if (row_slot(statics, r) < 0) {
-    if (g == 0)
-      for (int k = threadIdx.x; k < K; k += blockDim.x) {
-        idr[k] = 0;
-        wr[k] = 0.0f;
-      }
-    return;
-  }
-  if constexpr (D % 8 == 0) {  // the row by cp.async too (its own group, before the gate's)
-    constexpr int kChunks = D * (dtype_x == DT_F32 ? 4 : 2) / 16;
-    const unsigned char* xr = static_cast<const unsigned char*>(x) + r * D * (dtype_x == DT_F32 ? 4 : 2);
-    for (int c = threadIdx.x; c < kChunks; c += blockDim.x) cp_async16(dyn_router + 16 * c, xr + 16 * c);
+  const long long first = static_cast<long long>(blockIdx.x) * kRowsPerBlock;
+  const int here = static_cast<int>(rows - first < kRowsPerBlock ? rows - first : kRowsPerBlock);
+  // live: this warp has an active row; inactive rows get zeros (from block g = 0) and no scores.
+  const bool live = r < rows && row_slot(statics, r) >= 0;
+  if (r < rows && !live && g == 0)
+    for (int k = lane; k < K; k += 32) {
+      static_cast<int*>(ids)[r * K + k] = 0;
+      static_cast<float*>(weights)[r * K + k] = 0.0f;
+    }
+  void* xs = x_rows + warp * kXSlot;
+  if constexpr (D % 8 == 0) {  // the block's rows by cp.async too (their own group, before the gate's)
+    constexpr int kChunks = kXBytes / 16;
+    const unsigned char* xr = static_cast<const unsigned char*>(x) + first * kXBytes;
+    for (int t = threadIdx.x; t < here * kChunks; t += kThreads) {
+      const int row = t / kChunks, c = t % kChunks;
+      cp_async16(x_rows + row * kXSlot + 16 * c, xr + static_cast<long long>(row) * kXBytes + 16 * c);
+    }
     cp_async_commit();  // waited for with the gate's first part (groups complete in order)
   } else {
-    for (int i = threadIdx.x; i < D; i += blockDim.x) store<dtype_x>(xs, i, load<dtype_x>(x, r * D + i));
+    for (int t = threadIdx.x; t < here * D; t += kThreads)
+      store<dtype_x>(x_rows + (t / D) * kXSlot, t % D, load<dtype_x>(x, first * D + t));
   }
-  __syncthreads();
 
   // G > 1: this block's four experts; G = 1: all of them, four at a time.
   for (int e0 = g * kExpertsPerBlock; e0 < E; e0 += G * kExpertsPerBlock) {
+    __syncthreads();  // the previous experts' sums are done with the stage (and the plain x stores landed)
+    if constexpr (format_gate == WF_BF16 && D % 8 == 0) stage_gate<D>(gate, e0, E, stage);
     const int e = e0 + (lane >> 3);
-    const bool valid = e < E;
-    const float logit = expert_logit<format_gate, dtype_x, D>(gate, e0, E, xs, stage);
-    if (valid && (lane & 7) == 0) {
+    const float logit = expert_logit<format_gate, dtype_x, D>(gate, e0, E, xs, stage, live);
+    if (live && e < E && (lane & 7) == 0) {
       // softplus(v) = max(v, 0) + log1p(exp(−|v|)), each step rounded to fp32 as on the CPU.
       const float ex = static_cast<float>(exp(-static_cast<double>(fabsf(logit))));
       const float sp = __fadd_rn(logit < 0.0f ? 0.0f : logit, static_cast<float>(log1p(static_cast<double>(ex))));
       const float s = __fsqrt_rn(sp);
       float b = __fadd_rn(s, weight_at<format_bias>(bias, e));
       if (b != b) b = -kInf;  // keeps the order total
-      score[e] = s;
-      biased[e] = b;
+      if (b == 0.0f) b = 0.0f;  // −0 as +0: they compare equal, so their keys must too
+      score[warp][e] = s;
+      biased[warp][e] = b;
     }
   }
   if (G > 1) {
-    // Hand this block's experts over; the row's last block gathers every expert and picks.
-    float* table = g_scores<E> + r * 2 * E;
+    // Hand this block's experts over; the row group's last block gathers every expert and picks.
     const int lo = g * kExpertsPerBlock, hi = lo + kExpertsPerBlock < E ? lo + kExpertsPerBlock : E;
-    __syncthreads();
-    for (int e = lo + static_cast<int>(threadIdx.x); e < hi; e += blockDim.x) {
-      table[e] = score[e];
-      table[E + e] = biased[e];
-    }
-    if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {  // every expert's pair in flight at once
-      const int e = lane + kThreads * j;
-      if (e < E) {
-        score[e] = __ldcg(table + e);
-        biased[e] = __ldcg(table + E + e);
-      }
-    }
-  }
-  for (int e = lane; e < E; e += kThreads) chosen[e] = 0;
-  __syncwarp();
-
-  // The block is one warp (kThreads): K arg-max passes, each a lane's scan of its experts, then a
-  // butterfly that leaves the winner in every lane, so no block barrier and no serial merge.
-  for (int k = 0; k < K; ++k) {
-    float bv = 0.0f;
-    int bi = -1;
-#pragma unroll 4
-    for (int e = lane; e < E; e += kThreads)
-      if (!chosen[e] && beats(biased[e], e, bv, bi)) {
-        bv = biased[e];
-        bi = e;
-      }
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (beats(ov, oi, bv, bi)) {
-        bv = ov;
-        bi = oi;
-      }
-    }
-    if (lane == 0) {
-      order[k] = bi;
-      chosen[bi] = 1;
-    }
     __syncwarp();
+    if (live)
+      for (int e = lo + lane; e < hi; e += 32) {
+        float* table = g_scores<E> + r * 2 * E;
+        table[e] = score[warp][e];
+        table[E + e] = biased[warp][e];
+      }
+    if (!last_block_of_row(&g_finished[blockIdx.x], static_cast<unsigned>(G))) return;
+    if (live) {
+      const float* table = g_scores<E> + r * 2 * E;
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j) {  // every expert's pair in flight at once
+        const int e = lane + 32 * j;
+        if (e < E) {
+          score[warp][e] = __ldcg(table + e);
+          biased[warp][e] = __ldcg(table + E + e);
+        }
+      }
+    }
   }
+  if (!live) return;
+  __syncwarp();  // the warp's scores (its own, or gathered) are in shared memory
 
-  if (threadIdx.x == 0) {
+  unsigned key[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) key[i] = lane + 32 * i < E ? order_key(biased[warp][lane + 32 * i]) : 0u;
+  top_k<E, K>(key, order[warp]);
+
+  if (lane == 0) {
+    int* idr = static_cast<int*>(ids) + r * K;
+    float* wr = static_cast<float*>(weights) + r * K;
     float total = 0.0f;
-    for (int k = 0; k < K; ++k) total = __fadd_rn(total, score[order[k]]);
+    for (int k = 0; k < K; ++k) total = __fadd_rn(total, score[warp][order[warp][k]]);
     for (int k = 0; k < K; ++k) {
-      float w = score[order[k]];
+      float w = score[warp][order[warp][k]];
       if (normalize && K > 1) w = __fdiv_rn(w, __fadd_rn(total, 1e-20f));  // K = 1 keeps σ, as the official gate
-      idr[k] = order[k];
+      idr[k] = order[warp][k];
       wr[k] = __fmul_rn(w, scaling);
     }
   }
