@@ -13,12 +13,6 @@
 
 namespace dsv41 {
 namespace {
-// An op's weight prefetch hook (kernels/weight_prefetch.cuh, namespace dsv41k::prefetch): the entry's
-// template parameters and parameters it takes, by name (tools/kernel_contract checks they are the entry's).
-struct PrefetchHook {
-  std::string_view op;
-  std::vector<std::string_view> template_params, params;
-};
 #include "kernels/kernel_table.inc"
 
 const char* dtype_code_name(int64_t code) {
@@ -245,29 +239,6 @@ Result<Variant> variant_of(const Call& call, const CallEnv& env, const std::stri
   return v;
 }
 
-namespace {
-
-std::string template_arg_text(const Constant& t) {
-  return t.name.rfind("dtype_", 0) == 0 || t.name.rfind("format_", 0) == 0 ? std::to_string(t.value)
-                                                                           : std::to_string(t.value) + "LL";
-}
-
-// The call of the op's weight prefetch hook (kernels/weight_prefetch.cuh), its arguments by name; "" when
-// the op has none.
-std::string prefetch_call(const Variant& variant) {
-  const auto hook = std::find_if(std::begin(kGeneratedPrefetchHooks), std::end(kGeneratedPrefetchHooks),
-                                 [&](const PrefetchHook& h) { return h.op == variant.op; });
-  if (hook == std::end(kGeneratedPrefetchHooks)) return "";
-  std::string targs, args;
-  for (std::string_view name : hook->template_params)
-    for (const Constant& t : variant.template_args)
-      if (t.name == name) targs += fmt::format("{}{}", targs.empty() ? "" : ", ", template_arg_text(t));
-  for (std::string_view name : hook->params) args += fmt::format("{}{}", args.empty() ? "" : ", ", name);
-  return fmt::format("  dsv41k::prefetch::{}<{}>({});\n", variant.op, targs, args);
-}
-
-}  // namespace
-
 std::string variant_source(const Variant& variant, int64_t threads_per_block) {
   const KernelContract* contract = find_contract(variant.op);
   std::string params, forwards, targs;
@@ -275,28 +246,28 @@ std::string variant_source(const Variant& variant, int64_t threads_per_block) {
     params += fmt::format("{}dsv41k::{} {}", params.empty() ? "" : ", ", param_type_name(p.type), p.name);
     forwards += fmt::format("{}{}", forwards.empty() ? "" : ", ", p.name);
   }
-  for (const Constant& t : variant.template_args) targs += fmt::format("{}{}", targs.empty() ? "" : ", ", template_arg_text(t));
+  for (const Constant& t : variant.template_args)
+    targs += fmt::format("{}{}", targs.empty() ? "" : ", ",
+                         t.name.rfind("dtype_", 0) == 0 || t.name.rfind("format_", 0) == 0
+                             ? std::to_string(t.value)
+                             : std::to_string(t.value) + "LL");
   // No minimum blocks an SM in __launch_bounds__: capping linear's registers at 80 (three blocks an SM)
   // spilled once the tile loads ran two steps ahead, and two blocks streamed the head faster anyway
   // (docs/perf.md, branch fuse); 1 is not "no minimum" either (the FP4 experts took 141 registers).
   // Programmatic dependent launch (runtime/gpu/kernel_launcher.cpp): the kernel may be launched before
   // the previous one has completed, so it waits for that one's completion (and memory) before its entry
-  // reads or writes anything; before the wait it reads nothing but its weights, which no kernel writes:
-  // the op's prefetch hook asks L2 for them (kernels/weight_prefetch.cuh). Where it triggers its
-  // dependents is the module's launch mode (the same header): by default only implicitly, as its blocks
-  // exit. Without the launch attribute, or before sm_90, griddepcontrol is a no-op.
+  // reads or writes anything. It triggers its dependents only implicitly, as its blocks exit: with an
+  // early griddepcontrol.launch_dependents decode.r8 of the bench fixture took 3.32 ms against 3.16 ms
+  // without PDL (docs/perf.md; probably the next kernel's blocks filling the SMs unevenly as they freed
+  // up, for grids sized to the SM count). Without the launch attribute, or before sm_90, it is a no-op.
   return fmt::format(
-      "// dsv41 variant {}\n#include \"{}.cuh\"\n#include \"weight_prefetch.cuh\"\n"
+      "// dsv41 variant {}\n#include \"{}.cuh\"\n"
       "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n"
       "#if __CUDA_ARCH__ >= 900\n"
-      "  dsv41k::pdl::trigger(dsv41k::pdl::kTriggerEntry);\n"
-      "{}"
       "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-      "  dsv41k::pdl::trigger(dsv41k::pdl::kTriggerAfterWait);\n"
       "#endif\n"
       "  dsv41k::entry::{}<{}>({});\n}}\n",
-      variant.key, variant.op, threads_per_block, variant.entry, params, prefetch_call(variant), variant.op,
-      targs, forwards);
+      variant.key, variant.op, threads_per_block, variant.entry, params, variant.op, targs, forwards);
 }
 
 }  // namespace dsv41

@@ -149,10 +149,9 @@ Result<int32_t> KernelLauncher::load(const std::vector<uint8_t>& cubin, const st
       found.is_ok() ? driver_.check(driver_.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k.function),
                                     fmt::format("cuFuncGetAttribute(kernel {}, SHARED_SIZE_BYTES)", name_for_errors))
                     : found;
-  const Status moded = queried.is_ok() ? write_launch_mode(driver_, k.module, name_for_errors) : queried;
-  if (!moded.is_ok()) {
+  if (!queried.is_ok()) {
     (void)driver_.cuModuleUnload(k.module);
-    return moded;
+    return queried;
   }
   k.static_shared = static_shared;
   kernels_.push_back(std::move(k));

@@ -5,9 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <set>
-
 #include "common/program_file.h"
 #include "compiler/emit/rank_phases.h"
 #include "compiler/program/rank_planner.h"
@@ -206,38 +203,6 @@ TEST(KernelPlan, VariantSourceIsAnIncludePlusOneExternCInstantiation) {
   const size_t wait = source.find("griddepcontrol.wait;");
   EXPECT_NE(wait, std::string::npos) << source;
   EXPECT_LT(wait, source.find("dsv41k::entry::linear<")) << source;
-  // Before the wait only the weight prefetch hook runs (kernels/weight_prefetch.cuh), with the entry's
-  // template arguments and parameters it names, by name.
-  const size_t hook = source.find("dsv41k::prefetch::linear<64LL, 3>(rows, w, out_features);");
-  EXPECT_NE(hook, std::string::npos) << source;
-  EXPECT_LT(hook, wait) << source;
-  EXPECT_NE(source.find("#include \"weight_prefetch.cuh\""), std::string::npos) << source;
-}
-
-// Ops without a hook wait and run their entry with nothing before but the launch-mode trigger; the
-// decode ops with fixed weights call theirs before the wait (tools/kernel_contract refuses a hook whose
-// parameters are not its entry's).
-TEST(KernelPlan, OnlyTheOpsWithFixedWeightsPrefetchBeforeTheWait) {
-  const std::set<std::string> hooked = {"linear", "grouped_linear", "shared_expert", "router", "hc_mix"};
-  size_t seen = 0;
-  for (const KernelContract& c : kernel_contracts()) {
-    Variant v;
-    v.op = std::string(c.op);
-    for (std::string_view t : c.template_params) v.template_args.push_back({std::string(t), 1});
-    v.key = v.op + "{...}@sm_90a";
-    v.entry = "dsv41_0123456789abcdef";
-    const std::string source = variant_source(v, 256);
-    const size_t hook = source.find("dsv41k::prefetch::" + v.op + "<"), wait = source.find("griddepcontrol.wait;");
-    ASSERT_NE(wait, std::string::npos) << source;
-    if (!hooked.count(v.op)) {
-      EXPECT_EQ(source.find("dsv41k::prefetch::"), std::string::npos) << source;
-      continue;
-    }
-    ++seen;
-    EXPECT_NE(hook, std::string::npos) << source;
-    EXPECT_LT(hook, wait) << source;
-  }
-  EXPECT_EQ(seen, hooked.size());
 }
 
 // A weight list binds one format: experts stored differently cannot share a variant.

@@ -22,7 +22,6 @@ struct Param {
 struct Entry {
   std::string op, file;
   std::vector<Param> template_params, params;
-  const Entry* prefetch = nullptr;  // its hook in namespace dsv41k::prefetch (kernels/weight_prefetch.cuh)
 };
 
 const std::set<std::string> kParamTypes = {"Rows",   "Int",    "Real",       "Statics", "Scratch",
@@ -45,7 +44,6 @@ struct Visit {
   std::string file;
   std::vector<std::string> scope;
   std::vector<Entry>* entries;
-  std::vector<Entry>* hooks;
   std::vector<std::string>* errors;
 };
 
@@ -60,8 +58,7 @@ CXChildVisitResult visit(CXCursor cursor, CXCursor, CXClientData data) {
     return CXChildVisit_Continue;
   }
   const bool in_entry_ns = v->scope == std::vector<std::string>{"dsv41k", "entry"};
-  const bool in_hook_ns = v->scope == std::vector<std::string>{"dsv41k", "prefetch"};
-  if (kind != CXCursor_FunctionTemplate || !(in_entry_ns || in_hook_ns)) return CXChildVisit_Continue;
+  if (kind != CXCursor_FunctionTemplate || !in_entry_ns) return CXChildVisit_Continue;
   Entry e;
   e.op = text_of(clang_getCursorSpelling(cursor));
   e.file = v->file;
@@ -87,10 +84,6 @@ CXChildVisitResult visit(CXCursor cursor, CXCursor, CXClientData data) {
       v->errors->push_back(e.file + ": entry " + e.op + ": parameter " + p.name + " has type \"" + p.type +
                            "\"; expected a typedef of kernel_abi.cuh (Rows, Int, Real, Statics, Scratch, State, "
                            "Weight, WeightList, IntList, Errors)");
-  if (in_hook_ns) {
-    v->hooks->push_back(std::move(e));
-    return CXChildVisit_Continue;
-  }
   const std::string stem = std::filesystem::path(e.file).stem().string();
   if (e.op != stem)
     v->errors->push_back(e.file + ": entry " + e.op + " must be named like its file (" + stem + ")");
@@ -105,29 +98,6 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// A hook's template parameters and parameters are a subset of its entry's, the same names with the same
-// types: the generated wrapper passes them by name (common/kernel_contract.cpp variant_source).
-void bind_hooks(std::vector<Entry>& entries, const std::vector<Entry>& hooks, std::vector<std::string>& errors) {
-  for (const Entry& h : hooks) {
-    auto e = std::find_if(entries.begin(), entries.end(), [&](const Entry& x) { return x.op == h.op; });
-    if (e == entries.end()) {
-      errors.push_back(h.file + ": prefetch hook " + h.op + " names no kernel entry");
-      continue;
-    }
-    if (e->prefetch) errors.push_back(h.file + ": a second prefetch hook named " + h.op);
-    const auto check = [&](const std::vector<Param>& mine, const std::vector<Param>& entry, const char* what) {
-      for (const Param& p : mine)
-        if (std::none_of(entry.begin(), entry.end(),
-                         [&](const Param& q) { return q.name == p.name && q.type == p.type; }))
-          errors.push_back(h.file + ": prefetch hook " + h.op + ": " + what + " " + p.name + " (" + p.type +
-                           ") is not one of entry " + h.op + "'s in " + e->file);
-    };
-    check(h.template_params, e->template_params, "template parameter");
-    check(h.params, e->params, "parameter");
-    e->prefetch = &h;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,7 +110,7 @@ int main(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   const char* args[] = {"-x", "c++", "-std=c++17", "-DDSV41_CONTRACT_SCAN", include_flag.c_str(), "-ferror-limit=0"};
   CXIndex index = clang_createIndex(0, 0);
-  std::vector<Entry> entries, hooks;
+  std::vector<Entry> entries;
   std::vector<std::string> errors;
   for (const std::string& file : files) {
     CXTranslationUnit unit = nullptr;
@@ -157,7 +127,7 @@ int main(int argc, char** argv) {
         errors.push_back(text_of(clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions())));
       clang_disposeDiagnostic(d);
     }
-    Visit v{file, {}, &entries, &hooks, &errors};
+    Visit v{file, {}, &entries, &errors};
     clang_visitChildren(clang_getTranslationUnitCursor(unit), visit, &v);
     clang_disposeTranslationUnit(unit);
   }
@@ -165,7 +135,6 @@ int main(int argc, char** argv) {
   std::set<std::string> seen;
   for (const Entry& e : entries)
     if (!seen.insert(e.op).second) errors.push_back(e.file + ": a second entry named " + e.op);
-  bind_hooks(entries, hooks, errors);
   if (!errors.empty()) {
     for (const std::string& e : errors) std::fprintf(stderr, "dsv41_kernel_contract: %s\n", e.c_str());
     return 1;
@@ -180,18 +149,6 @@ int main(int argc, char** argv) {
     for (const Param& p : e.params) out << "{\"" << p.name << "\", ParamType::" << p.type << "}, ";
     out << "}},\n";
   }
-  out << "};\n";
-  // Declared beside the include (common/kernel_contract.cpp); never empty, so the array is valid C++.
-  out << "static const PrefetchHook kGeneratedPrefetchHooks[] = {\n";
-  for (const Entry& e : entries) {
-    if (!e.prefetch) continue;
-    out << "    {\"" << e.op << "\", {";
-    for (const Param& p : e.prefetch->template_params) out << "\"" << p.name << "\", ";
-    out << "}, {";
-    for (const Param& p : e.prefetch->params) out << "\"" << p.name << "\", ";
-    out << "}},\n";
-  }
-  if (hooks.empty()) out << "    {\"\", {}, {}},\n";
   out << "};\n";
   out << "static const KernelSource kGeneratedSources[] = {\n";
   for (const std::string& file : files) {
@@ -210,7 +167,6 @@ int main(int argc, char** argv) {
     f.close();
     std::filesystem::rename(out_path + ".tmp", out_path);
   }
-  std::printf("dsv41_kernel_contract: %zu entries (%zu with a prefetch hook) from %zu headers\n", entries.size(),
-              hooks.size(), files.size());
+  std::printf("dsv41_kernel_contract: %zu entries from %zu headers\n", entries.size(), files.size());
   return 0;
 }
