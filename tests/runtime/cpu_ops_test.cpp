@@ -497,6 +497,29 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
     }
   }
 
+  // The shared expert in the moe_experts call (decode phases): the two ops' bits, in their order; the
+  // inactive row zero as the routed sum leaves it.
+  FakeContext fused("moe_experts", {{"hidden", d}, {"width", f}, {"experts", experts}, {"topk", topk}});
+  fused.set_rows(sequence_rows(rows - 1, 0, 1));
+  fill(fused.add_scratch("x", act, {rows, d}), x);
+  TensorView fused_ids = fused.add_scratch("ids", DType::I32, {rows, topk});
+  for (size_t i = 0; i < ids.size(); ++i) fused_ids.set_int(static_cast<int64_t>(i), ids[i]);
+  fill(fused.add_scratch("weights", DType::F32, {rows, topk}), weights);
+  fused.add_weight_list("w1", {f, d}, w1);
+  fused.add_weight_list("w3", {f, d}, w3);
+  fused.add_weight_list("w2", {d, f}, w2);
+  fused.add_weight("shared_w1", {f, d}, w1[0]);
+  fused.add_weight("shared_w3", {f, d}, w3[0]);
+  fused.add_float("limit", limit);
+  TensorView both = fused.add_scratch("out", DType::F32, {rows, d});
+  fused.add_scratch("work", DType::BF16, {rows, topk * (f + 2)});
+  EXPECT_FALSE(fused.run().is_ok()) << "shared_w2 absent beside shared_w1 and shared_w3";
+  fused.add_weight("shared_w2", {d, f}, w2[0]);
+  fill(both, std::vector<float>(rows * d, 5.0f));  // overwritten
+  ASSERT_TRUE(fused.run().is_ok());
+  for (int64_t i = 0; i < rows * d; ++i)
+    EXPECT_EQ(both.get(i), i < (rows - 1) * d ? acc.get(i) : 0.0f) << "fused " << i / d << "," << i % d;
+
   id_view.set_int(1, experts);  // an expert id out of range is refused, not followed
   EXPECT_FALSE(ctx.run().is_ok());
 }
