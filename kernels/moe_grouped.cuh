@@ -53,7 +53,8 @@ struct Tables {
   float red[kWarps * kMoeCols * kMoeRows];  // the MMA path's per-warp partials
   unsigned item;                            // the block's claimed ticket
 };
-static_assert(sizeof(Tables<7>) == shared_bytes(7) && sizeof(Tables<1>) == shared_bytes(1), "shared_bytes counts Tables");
+static_assert(sizeof(Tables<7>) == shared_bytes(7) && sizeof(Tables<1>) == shared_bytes(1),
+              "shared_bytes counts Tables");
 #endif
 
 #ifndef DSV41_CONTRACT_SCAN
