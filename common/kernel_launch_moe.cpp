@@ -21,14 +21,15 @@ LaunchDims per_row(const CallEnv& env, int64_t static_shared) {
 }
 
 // kernels/moe_grouped.cuh: decode phases up to kMoeRows rows run kMoeBlocks blocks that claim work
-// items; its tables (shared_bytes there, the pairs' in kernels/moe_pairs.cuh) sit beside the per-row
-// path's row and activation.
+// items; its tables (shared_bytes there, the pairs' in kernels/moe_pairs.cuh) overlay the per-row path's
+// row and activation (kernels/moe_experts.cuh static_shared_bytes), beside last_block_of_row's flag.
 constexpr int64_t kMoeRows = 16, kMoeBlocks = 264, kMoeCols = 16;
 
 int64_t expert_shared(const Call& call, int64_t choices) {
   const int64_t f = call.constant("width"), pairs = kMoeRows * choices;
   const int64_t part = std::max<int64_t>(kMoeCols * pairs, 512), reduce = 8 * kMoeCols * kMoeRows;  // 8 warps
-  return 4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f) + 4 * (5 * pairs + 3) + 4 * part + 8 + 4 * reduce;
+  const int64_t tables = 4 * (5 * pairs + 3) + 4 * part + 4 * reduce + 4;
+  return std::max(4 * call.constant("hidden") + 4 * std::max<int64_t>(1, f), tables) + 4;
 }
 
 // kernels/moe_prefill.cuh: above kMoeRows rows, at least kPrefillBlocks blocks claiming work items (the
@@ -68,7 +69,8 @@ Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
 }
 
 Result<LaunchDims> launch_moe_experts(const Call& call, const CallEnv& env) {
-  return experts_launch(env, expert_shared(call, call.constant("topk")));
+  // With the shared expert: one more choice a row in the grouped path's tables.
+  return experts_launch(env, expert_shared(call, call.constant("topk") + (call.find_arg("shared_w1") ? 1 : 0)));
 }
 
 Result<LaunchDims> launch_shared_expert(const Call& call, const CallEnv& env) {

@@ -42,9 +42,10 @@ std::vector<OpSpec> build_specs() {
       {"exchange_gather", {"width"}, {{"x", S}, {"widths", IL}, {"out", S}}},
       {"router", {"hidden", "experts", "topk"},
        {{"x", S}, {"gate", W}, {"bias", W}, {"scaling", F}, {"normalize", I}, {"ids", S}, {"weights", S}}},
+      // shared_w*: the shared expert in the same launch (decode phases), added after the routed sum.
       {"moe_experts", {"hidden", "width", "experts", "topk"},
-       {{"x", S}, {"ids", S}, {"weights", S}, {"w1", WL}, {"w3", WL}, {"w2", WL}, {"limit", F}, {"out", S},
-        {"work", S}}},
+       {{"x", S}, {"ids", S}, {"weights", S}, {"w1", WL}, {"w3", WL}, {"w2", WL}, {"shared_w1", W, true},
+        {"shared_w3", W, true}, {"shared_w2", W, true}, {"limit", F}, {"out", S}, {"work", S}}},
       {"shared_expert", {"hidden", "width"},
        {{"x", S}, {"w1", W}, {"w3", W}, {"w2", W}, {"limit", F}, {"out", S}, {"work", S}}},
       // Engram (docs/ops.md "Engram"): hash of every Engram layer, lookback store, row gather, gate.

@@ -1,6 +1,9 @@
 // kernels/moe_grouped.cuh — the experts of a decode step (at most kMoeRows rows) grouped by expert: each
 // selected expert's weights are read once for every row that picked it, spread over the whole GPU.
-// Shared by moe_experts (K choices a row) and shared_expert (one expert every row picks, weight 1).
+// Shared by moe_experts (K choices a row) and shared_expert (one expert every row picks, weight 1). A
+// moe_experts call with the shared expert's weights runs both in one launch: the shared expert is one
+// more choice of every active row (after its routed ones, weight 1, id `experts`), so its items join the
+// routed experts' tickets and its down-projection is added last, as the CPU adds it after the routed sum.
 //
 // One launch, two phases of work items claimed from a ticket counter (kMoeBlocks blocks loop until the
 // tickets run out): phase 1 items are (expert, 16 activation columns): g and u of every row that picked
@@ -32,15 +35,27 @@ namespace moe_grouped {
 
 constexpr int kMoeBlocks = 264;  // blocks of the grouped launch (two per H200 SM)
 constexpr int kWarps = 8;
-// Static shared memory of the grouped path beyond the per-row path's: the pair tables and the partials.
-// (common/kernel_launch_moe.cpp adds the same number to the launch's static shared memory.)
+// Static shared memory of the grouped path (Tables: the pair tables, the partials, the claimed item), which
+// the entries overlay on the per-row path's row and activation (common/kernel_launch_moe.cpp mirrors it).
 __device__ constexpr long long part_floats(long long choices) {
   return kMoeCols * kMoeRows * choices > 512 ? kMoeCols * kMoeRows * choices : 512;
 }
 __device__ constexpr long long shared_bytes(long long choices) {
-  return pairs_bytes(kMoeRows * choices) + 4 * part_floats(choices) + 8 /* s_item, last_block_of_row's flag */ +
-         4 * kWarps * kMoeCols * kMoeRows;
+  return pairs_bytes(kMoeRows * choices) + 4 * part_floats(choices) + 4 * kWarps * kMoeCols * kMoeRows +
+         4 /* s_item */;
 }
+
+#ifndef DSV41_CONTRACT_SCAN
+template <int KK>
+struct Tables {
+  Pairs<kMoeRows * KK> pairs;
+  float part[part_floats(KK)];             // phase 2: [dim][pair]
+  float red[kWarps * kMoeCols * kMoeRows];  // the MMA path's per-warp partials
+  unsigned item;                            // the block's claimed ticket
+};
+static_assert(sizeof(Tables<7>) == shared_bytes(7) && sizeof(Tables<1>) == shared_bytes(1),
+              "shared_bytes counts Tables");
+#endif
 
 #ifndef DSV41_CONTRACT_SCAN
 
@@ -72,34 +87,55 @@ __device__ __forceinline__ unsigned load_relaxed(const unsigned* p) {
   return v;
 }
 template <long long N>
-__device__ __align__(16) float g_act[N];  // [pair][F]: act of (row, choice) pair r·K + k
+__device__ __align__(16) float g_act[N];  // [pair][F]: act of (row, choice) pair r·KK + k
 
-// The grouped experts of a step of at most kMoeRows rows (file comment). ids null: the shared expert
-// (every active row, weight 1, added onto out); else out = Σ over each row's choices, from 0. False:
-// declined before touching anything (the caller runs its per-row path).
-template <int dtype_x, int fw1, int fw3, int fw2, int D, int F, int KK>
-__device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, Scratch x, const int* ids,
-                                    const float* choice_weight, WeightList w1l, WeightList w3l, WeightList w2l,
-                                    Weight w1s, Weight w3s, Weight w2s, float limit, float* out, long long experts) {
+// The grouped experts of a step of at most kMoeRows rows (file comment) in the caller's shared tables.
+// ids null: the shared expert (every active row, weight 1, added onto out; formats fw*); else out = Σ over
+// each row's choices, from 0: the KR = KK routed ones, or with fs1 >= 0 (a fused step) KK − 1 routed ones
+// then the shared expert (w*s in formats fs*). False: declined before touching anything (the caller runs
+// its per-row path).
+template <int dtype_x, int fw1, int fw3, int fw2, int fs1, int fs3, int fs2, int D, int F, int KK>
+__device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, Errors errors, Scratch x,
+                                    const int* ids, const float* choice_weight, WeightList w1l, WeightList w3l,
+                                    WeightList w2l, Weight w1s, Weight w3s, Weight w2s, float limit, float* out,
+                                    long long experts) {
   static_assert(F > 0, "the grouped path needs expert columns");
+  constexpr bool kFused = fs1 >= 0;
   constexpr int P = kMoeRows * KK, C = kMoeCols, RB = kMoeRows, T = C * RB;  // T: one MMA tile's outputs
-  constexpr int G2 = (D + C - 1) / C, H = kWarps / 2;                        // phase 2's output groups
+  constexpr int G2 = (D + C - 1) / C, H = kWarps / 2, KR = kFused ? KK - 1 : KK;
   using gemv_detail::mma_tile;
   // Gate and up run side by side on the two halves of the warps: one format for both (one call site).
-  constexpr bool kMma = gemv_detail::mma_takes(dtype_x, fw1) && fw1 == fw3 && gemv_detail::mma_takes(dtype_x, fw2);
-  __shared__ Pairs<P> pairs;
-  __shared__ float part[part_floats(KK)];  // phase 2: [dim][pair]
-  __shared__ unsigned s_item;
-  __shared__ float red[kWarps * T];  // the MMA path's per-warp partials
-  build_pairs<P, KK>(pairs, rows, statics, errors, ids, experts);
+  constexpr bool kMma = gemv_detail::mma_takes(dtype_x, fw1) && fw1 == fw3 && gemv_detail::mma_takes(dtype_x, fw2) &&
+                        (!kFused || (gemv_detail::mma_takes(dtype_x, fs1) && fs1 == fs3 &&
+                                     gemv_detail::mma_takes(dtype_x, fs2)));
+  Pairs<P>& pairs = sh.pairs;
+  float* part = sh.part;
+  float* red = sh.red;
+  build_pairs<P, KK, KR>(pairs, rows, statics, errors, ids, experts);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, leads = pairs.leads;
   const unsigned groups1 = static_cast<unsigned>(leads) * ((F + C - 1) / C);
-  const bool x_chunks = gemv_detail::gemv_applies<dtype_x, fw1>(x, (ids ? w1l[0] : w1s).data, D, 0, D) &&
-                        gemv_detail::gemv_applies<dtype_x, fw3>(x, (ids ? w3l[0] : w3s).data, D, 0, D);
+  // Expert e's weights and whether they are the shared expert's (formats fs*).
+  auto is_shared = [&](int e) { return kFused && e == experts; };
+  auto pick = [&](WeightList l, Weight s, int e) { return !ids || is_shared(e) ? s : l[e]; };
+  // A product of the shared expert's in a format other than the routed experts' takes a call site of its
+  // own (the else branches below: dead code unless kMixed*; each inlined copy of mma_tile costs registers).
+  constexpr bool kMixed1 = kFused && fs1 != fw1, kMixed2 = kFused && fs2 != fw2;
+  constexpr int kS1 = kMixed1 ? fs1 : fw1, kS3 = kMixed1 ? fs3 : fw3, kS2 = kMixed2 ? fs2 : fw2;
+  // The choice weight of pair p (the shared expert's: 1).
+  auto pair_weight = [&](int p) { return !ids || p % KK >= KR ? 1.0f : choice_weight[(p / KK) * KR + p % KK]; };
+  bool x_chunks = gemv_detail::gemv_applies<dtype_x, fw1>(x, (ids ? w1l[0] : w1s).data, D, 0, D) &&
+                  gemv_detail::gemv_applies<dtype_x, fw3>(x, (ids ? w3l[0] : w3s).data, D, 0, D);
   constexpr int E2 = gemv_detail::chunk_elems(fw2);
-  const bool a_chunks = E2 > 0 && F % (E2 > 0 ? E2 : 1) == 0 &&
-                        (reinterpret_cast<unsigned long long>((ids ? w2l[0] : w2s).data) & 15) == 0;
+  bool a_chunks = E2 > 0 && F % (E2 > 0 ? E2 : 1) == 0 &&
+                  (reinterpret_cast<unsigned long long>((ids ? w2l[0] : w2s).data) & 15) == 0;
+  if constexpr (kFused) {
+    constexpr int ES = gemv_detail::chunk_elems(fs2);
+    x_chunks = x_chunks && gemv_detail::gemv_applies<dtype_x, fs1>(x, w1s.data, D, 0, D) &&
+               gemv_detail::gemv_applies<dtype_x, fs3>(x, w3s.data, D, 0, D);
+    a_chunks = a_chunks && ES > 0 && F % (ES > 0 ? ES : 1) == 0 &&
+               (reinterpret_cast<unsigned long long>(w2s.data) & 15) == 0;
+  }
   // Tensor cores (bf16 x and act, both products chunked): act is stored as bf16 (exact: it is rounded
   // to bf16 already); otherwise as f32 for the CUDA-core products.
   // Variants with tensor cores compile no CUDA-core products (NVRTC time): shapes they cannot take
@@ -120,9 +156,9 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
   // phase 1 item, by a block that goes on to run it without waiting.
   unsigned next = threadIdx.x == 0 ? atomicAdd(&g_ticket, 1u) : 0u;
   for (;;) {
-    if (threadIdx.x == 0) s_item = next;
+    if (threadIdx.x == 0) sh.item = next;
     __syncthreads();
-    const unsigned item = s_item;
+    const unsigned item = sh.item;
     __syncthreads();
     if (item >= total) break;
     if (threadIdx.x == 0) next = atomicAdd(&g_ticket, 1u);
@@ -131,7 +167,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
       const int slice = static_cast<int>(item % s1);
       const int li = static_cast<int>(group % leads), col0 = static_cast<int>(group / leads) * C;
       const int e = pairs.expert[pairs.lead[li]];
-      const Weight w1 = ids ? w1l[e] : w1s, w3 = ids ? w3l[e] : w3s;
+      const Weight w1 = pick(w1l, w1s, e), w3 = pick(w3l, w3s, e);
       const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
       bool finished = true;  // this block completes the item (its only or its last slice)
       if constexpr (kMma) {
@@ -141,8 +177,12 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
           const int nm = count - mb < RB ? count - mb : RB;
           const int* mem = pairs.member + m0 + mb;
           auto xrow = [&](int i) { return static_cast<long long>(mem[i] / KK) * D; };
-          mma_tile<fw1, false>(xs, xrow, nm, warp < H ? w1 : w3, D, col0, F, slice * H + warp % H, H * s1,
-                               red + warp * T);
+          const Weight w = warp < H ? w1 : w3;
+          const int part_k = slice * H + warp % H;
+          if (!kMixed1 || !is_shared(e))
+            mma_tile<fw1, false>(xs, xrow, nm, w, D, col0, F, part_k, H * s1, red + warp * T);
+          else
+            mma_tile<kS1, false>(xs, xrow, nm, w, D, col0, F, part_k, H * s1, red + warp * T);
           __syncthreads();
           for (int t = threadIdx.x; t < T; t += blockDim.x) {
             float g = 0.0f, u = 0.0f;
@@ -157,7 +197,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
             if (m >= nm || col0 + c >= F) continue;
             const int p = mem[m];
             act16[static_cast<long long>(p) * F + col0 + c] =
-                float_to_bf16_bits(swiglu<dtype_x>(g, u, ids ? choice_weight[p] : 1.0f, limit));
+                float_to_bf16_bits(swiglu<dtype_x>(g, u, pair_weight(p), limit));
           }
           __syncthreads();
         }
@@ -175,7 +215,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
               }
               const int p = pairs.member[m0 + m];
               act16[static_cast<long long>(p) * F + col0 + c] =
-                  float_to_bf16_bits(swiglu<dtype_x>(g, u, ids ? choice_weight[p] : 1.0f, limit));
+                  float_to_bf16_bits(swiglu<dtype_x>(g, u, pair_weight(p), limit));
             }
           }
         }
@@ -190,15 +230,20 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
             float g[RB], u[RB];
 #pragma unroll
             for (int m = 0; m < RB; ++m) g[m] = u[m] = 0.0f;
-            warp_rows<fw1, RB>(w1, f, D, nm, src, x_chunks, g);
-            warp_rows<fw3, RB>(w3, f, D, nm, src, x_chunks, u);
+            if (!kMixed1 || !is_shared(e)) {
+              warp_rows<fw1, RB>(w1, f, D, nm, src, x_chunks, g);
+              warp_rows<fw3, RB>(w3, f, D, nm, src, x_chunks, u);
+            } else {
+              warp_rows<kS1, RB>(w1, f, D, nm, src, x_chunks, g);
+              warp_rows<kS3, RB>(w3, f, D, nm, src, x_chunks, u);
+            }
 #pragma unroll
             for (int m = 0; m < RB; ++m) {
               if (m >= nm) break;
               const float gs = warp_sum(g[m]), us = warp_sum(u[m]);
               const int p = pairs.member[m0 + mb + m];
               if (lane == 0)
-                act[static_cast<long long>(p) * F + f] = swiglu<dtype_x>(gs, us, ids ? choice_weight[p] : 1.0f, limit);
+                act[static_cast<long long>(p) * F + f] = swiglu<dtype_x>(gs, us, pair_weight(p), limit);
             }
           }
         }
@@ -234,9 +279,11 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
           const int e = pairs.expert[pairs.lead[li]], count = pairs.start[li + 1] - m0;
           const int nm = count < RB ? count : RB;
           const int* mem = pairs.member + m0;
-          mma_tile<fw2, true>(
-              act16, [&](int i) { return static_cast<long long>(mem[i]) * F; }, nm, ids ? w2l[e] : w2s, F, d0, D,
-              warp % split, split, red + warp * T);
+          auto arow = [&](int i) { return static_cast<long long>(mem[i]) * F; };
+          if (!kMixed2 || !is_shared(e))
+            mma_tile<fw2, true>(act16, arow, nm, pick(w2l, w2s, e), F, d0, D, warp % split, split, red + warp * T);
+          else
+            mma_tile<kS2, true>(act16, arow, nm, pick(w2l, w2s, e), F, d0, D, warp % split, split, red + warp * T);
           if (split == 1) {
             __syncwarp();  // the warp's partials, written lane by lane, read by every lane
             for (int t = lane; t < T; t += 32)
@@ -271,7 +318,7 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
       if constexpr (!kMma) {
         for (int li = 0; li < leads; ++li) {
           const int e = pairs.expert[pairs.lead[li]];
-          const Weight w2 = ids ? w2l[e] : w2s;
+          const Weight w2 = pick(w2l, w2s, e);
           const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
           for (int j = 0; j < C / kWarps; ++j) {
             const int dl = warp * (C / kWarps) + j, d = d0 + dl;
@@ -282,7 +329,10 @@ __device__ __forceinline__ bool run(Rows rows, Statics statics, Errors errors, S
               float acc[RB];
 #pragma unroll
               for (int m = 0; m < RB; ++m) acc[m] = 0.0f;
-              warp_rows<fw2, RB>(w2, d, F, nm, src, a_chunks, acc);
+              if (!kMixed2 || !is_shared(e))
+                warp_rows<fw2, RB>(w2, d, F, nm, src, a_chunks, acc);
+              else
+                warp_rows<kS2, RB>(w2, d, F, nm, src, a_chunks, acc);
 #pragma unroll
               for (int m = 0; m < RB; ++m) {
                 if (m >= nm) break;

@@ -33,15 +33,22 @@ static_assert(sizeof(Pairs<1>) == pairs_bytes(1) && sizeof(Pairs<96>) == pairs_b
 // built by warp 0, a lane per pair: every block builds them before its first item, so a serial build
 // (thread 0 comparing each pair with every lead, two dependent shared loads a step) delayed each block's
 // first loads by tens of µs at 16 rows. job[] first holds each pair's first pair of the same expert.
-template <int P, int KK>
+// ids holds KR choices a row; choices KR .. KK − 1 (KK = KR + 1: the shared expert joined to the routed
+// ones) are the shared expert, id `experts`, after the row's routed choices.
+template <int P, int KK, int KR = KK>
 __device__ __forceinline__ void build_pairs(Pairs<P>& pairs, Rows rows, Statics statics, Errors errors, const int* ids,
                                             long long experts) {
+  static_assert(KR == KK || KR + 1 == KK, "at most one shared choice a row");
   if (threadIdx.x >= 32) return;
   const int lane = threadIdx.x, np = static_cast<int>(rows) * KK;
   for (int p = lane; p < np; p += 32) {
     int e = -1;
-    if (row_slot(statics, p / KK) >= 0) {
-      e = ids ? ids[p] : 0;
+    const int r = p / KK, k = p % KK;
+    if (row_slot(statics, r) < 0) {
+    } else if (ids && k >= KR) {
+      e = static_cast<int>(experts);
+    } else {
+      e = ids ? ids[r * KR + k] : 0;
       if (e < 0 || e >= experts) {
         report_error(errors, ERR_EXPERT);
         e = -1;

@@ -25,13 +25,14 @@ __device__ __forceinline__ void shared_expert(Rows rows, Statics statics, Scratc
                 "the row and the activation must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
   constexpr int D = static_cast<int>(hidden), F = static_cast<int>(width);
-  __shared__ float xs[D];
-  __shared__ float act[F > 0 ? F : 1];
+  __shared__ moe_experts_detail::Shared<D, F, 1> sm;
+  float* xs = sm.row.xs;
+  float* act = sm.row.act;
 
   if constexpr (F > 0) {
     if (rows <= moe_grouped::kMoeRows) {
-      if (moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, D, F, 1>(
-              rows, statics, nullptr, x, nullptr, nullptr, nullptr, nullptr, nullptr, w1, w3, w2, limit,
+      if (moe_grouped::run<dtype_x, format_w1, format_w3, format_w2, -1, -1, -1, D, F, 1>(
+              sm.grouped, rows, statics, nullptr, x, nullptr, nullptr, nullptr, nullptr, nullptr, w1, w3, w2, limit,
               static_cast<float*>(out), 1))
         return;
     } else {

@@ -1,4 +1,5 @@
 // compiler/emit/phase_emitter_ffn.cpp — one layer's MoE sublayer and the final head as calls (docs/model.md §4, §7).
+#include "common/kernel_contract.h"
 #include "compiler/emit/phase_emitter.h"
 
 namespace dsv41 {
@@ -28,12 +29,19 @@ void PhaseEmitter::emit_ffn(int layer) {
   const int partial = buffer("partial", DType::F32, {c.hidden_size});
   // The prefill experts' act and sorted pairs (kernels/moe_prefill.cuh): K·F bf16 and K int32 a row.
   const int work = buffer("moe.work", DType::BF16, {topk * (width + 2)});
-  add(CallBuilder("moe_experts").k("hidden", c.hidden_size).k("width", width).k("experts", experts)
-          .k("topk", topk).scratch("x", xn).scratch("ids", ids).scratch("weights", weights)
-          .weights("w1", w1).weights("w3", w3).weights("w2", w2).real("limit", c.swiglu_limit).scratch("out", partial)
-          .scratch("work", work));
-  if (c.n_shared_experts > 0) {
-    const std::string sp = p + "ffn.shared_experts.";
+  CallBuilder routed("moe_experts");
+  routed.k("hidden", c.hidden_size).k("width", width).k("experts", experts).k("topk", topk).scratch("x", xn)
+      .scratch("ids", ids).scratch("weights", weights).weights("w1", w1).weights("w3", w3).weights("w2", w2);
+  // Decode windows (the grouped experts' rows, kernels/moe_grouped.cuh) run the shared expert in the routed
+  // experts' launch: its weights stream beside theirs, one launch and one tail fewer a layer. Larger
+  // phases keep two launches (the prefill GEMMs of kernels/moe_prefill.cuh take the routed experts only).
+  const std::string sp = p + "ffn.shared_experts.";
+  const bool fused = c.n_shared_experts > 0 && phase_.rows <= kManyRowsAbove;
+  if (fused)
+    routed.weight("shared_w1", weight(sp + "w1.weight")).weight("shared_w3", weight(sp + "w3.weight"))
+        .weight("shared_w2", weight(sp + "w2.weight"));
+  add(routed.real("limit", c.swiglu_limit).scratch("out", partial).scratch("work", work));
+  if (c.n_shared_experts > 0 && !fused) {
     add(CallBuilder("shared_expert").k("hidden", c.hidden_size).k("width", width).scratch("x", xn)
             .weight("w1", weight(sp + "w1.weight")).weight("w3", weight(sp + "w3.weight"))
             .weight("w2", weight(sp + "w2.weight")).real("limit", c.swiglu_limit).scratch("out", partial)

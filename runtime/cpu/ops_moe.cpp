@@ -52,6 +52,24 @@ Result<float> limit_arg(const OpContext& ctx) {
   return static_cast<float>(limit);
 }
 
+// The shared expert (weights prefix + w1, w3, w2) added onto out's active rows, as op shared_expert.
+Status add_shared_expert(const OpContext& ctx, const std::string& prefix, const TensorView& x, const TensorView& out) {
+  const StaticsView& st = ctx.statics();
+  const int64_t d_count = ctx.constant("hidden"), f_count = ctx.constant("width"), rows = st.rows;
+  DSV41_ASSIGN_OR_RETURN(const float* w1, weight_arg(ctx, prefix + "w1", f_count * d_count));
+  DSV41_ASSIGN_OR_RETURN(const float* w3, weight_arg(ctx, prefix + "w3", f_count * d_count));
+  DSV41_ASSIGN_OR_RETURN(const float* w2, weight_arg(ctx, prefix + "w2", d_count * f_count));
+  DSV41_ASSIGN_OR_RETURN(const float limit, limit_arg(ctx));
+  std::vector<int64_t> active;
+  for (int64_t r = 0; r < rows; ++r)
+    if (st.active(r)) active.push_back(r);
+  const std::vector<float> xf = read_all(x);
+  std::vector<float> y = read_all(out);  // accumulates onto the routed sum
+  add_expert(xf, d_count, f_count, w1, w3, w2, limit, rounds(x), active, std::vector<float>(active.size(), 1.0f), y);
+  write_floats(out, 0, rows * d_count, y.data());
+  return Status::ok();
+}
+
 }  // namespace
 
 Status op_router(const OpContext& ctx) {
@@ -118,6 +136,9 @@ Status op_moe_experts(const OpContext& ctx) {
   DSV41_ASSIGN_OR_RETURN(const std::vector<const float*> w2, weight_list_arg(ctx, "w2", experts, d_count * f_count));
   DSV41_ASSIGN_OR_RETURN(const float limit, limit_arg(ctx));
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::F32, rows * d_count));
+  const bool shared = ctx.has("shared_w1");
+  DSV41_TRY(check_presence(ctx, "shared_w3", shared, "the shared expert needs shared_w1, shared_w3 and shared_w2"));
+  DSV41_TRY(check_presence(ctx, "shared_w2", shared, "the shared expert needs shared_w1, shared_w3 and shared_w2"));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; st.active(r) && k < topk; ++k)
       if (const int32_t e = ids.get_int(r * topk + k); e < 0 || e >= experts)
@@ -142,6 +163,8 @@ Status op_moe_experts(const OpContext& ctx) {
         add_expert(xf, d_count, f_count, w1[e], w3[e], w2[e], limit, rounds(x), by_expert[e], by_expert_weight[e], y);
   }
   write_floats(out, 0, rows * d_count, y.data());
+  // The shared expert in the same call: exactly op shared_expert after the routed sum.
+  if (shared) return add_shared_expert(ctx, "shared_", x, out);
   return Status::ok();
 }
 
@@ -150,21 +173,10 @@ Status op_shared_expert(const OpContext& ctx) {
   DSV41_TRY(check_constant(ctx, "width", 0, kMaxDim));
   DSV41_TRY(check_statics(ctx));
   const StaticsView& st = ctx.statics();
-  const int64_t d_count = ctx.constant("hidden"), f_count = ctx.constant("width"), rows = st.rows;
+  const int64_t d_count = ctx.constant("hidden"), rows = st.rows;
   DSV41_ASSIGN_OR_RETURN(TensorView x, scratch_arg(ctx, "x", Want::Act, rows * d_count));
-  DSV41_ASSIGN_OR_RETURN(const float* w1, weight_arg(ctx, "w1", f_count * d_count));
-  DSV41_ASSIGN_OR_RETURN(const float* w3, weight_arg(ctx, "w3", f_count * d_count));
-  DSV41_ASSIGN_OR_RETURN(const float* w2, weight_arg(ctx, "w2", d_count * f_count));
-  DSV41_ASSIGN_OR_RETURN(const float limit, limit_arg(ctx));
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::F32, rows * d_count));
-  std::vector<int64_t> active;
-  for (int64_t r = 0; r < rows; ++r)
-    if (st.active(r)) active.push_back(r);
-  const std::vector<float> xf = read_all(x);
-  std::vector<float> y = read_all(out);  // accumulates onto the routed sum
-  add_expert(xf, d_count, f_count, w1, w3, w2, limit, rounds(x), active, std::vector<float>(active.size(), 1.0f), y);
-  write_floats(out, 0, rows * d_count, y.data());
-  return Status::ok();
+  return add_shared_expert(ctx, "", x, out);
 }
 
 }  // namespace dsv41::cpu

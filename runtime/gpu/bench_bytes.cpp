@@ -62,6 +62,8 @@ Result<PhaseWeightBytes> phase_weight_bytes(const fb::Program& program, const Ph
         e.expert_bytes.push_back(bytes);
       }
       out.experts.push_back(std::move(e));
+      for (const char* name : {"shared_w1", "shared_w3", "shared_w2"})  // the shared expert: read every step
+        if (const Arg* a = call.find_arg(name)) dense.emplace(a->ints.at(0), i);
       continue;
     }
     if (call.op == "engram_gather") continue;  // its table is on the host: a step's rows are copied, not read

@@ -455,15 +455,20 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
   }
   const std::vector<int32_t> ids = {3, 1, 0, 3, 0, 0};
   const std::vector<float> weights = {0.7f, 0.4f, 1.1f, 0.2f, 0.0f, 0.0f};
+  // The routed experts' inputs (the fused call below takes the same); returns the ids.
+  auto routed_inputs = [&](FakeContext& c) {
+    c.set_rows(sequence_rows(rows - 1, 0, 1));
+    fill(c.add_scratch("x", act, {rows, d}), x);
+    TensorView v = c.add_scratch("ids", DType::I32, {rows, topk});
+    for (size_t i = 0; i < ids.size(); ++i) v.set_int(static_cast<int64_t>(i), ids[i]);
+    fill(c.add_scratch("weights", DType::F32, {rows, topk}), weights);
+    c.add_weight_list("w1", {f, d}, w1);
+    c.add_weight_list("w3", {f, d}, w3);
+    c.add_weight_list("w2", {d, f}, w2);
+    return v;
+  };
   FakeContext ctx("moe_experts", {{"hidden", d}, {"width", f}, {"experts", experts}, {"topk", topk}});
-  ctx.set_rows(sequence_rows(rows - 1, 0, 1));
-  fill(ctx.add_scratch("x", act, {rows, d}), x);
-  TensorView id_view = ctx.add_scratch("ids", DType::I32, {rows, topk});
-  for (size_t i = 0; i < ids.size(); ++i) id_view.set_int(static_cast<int64_t>(i), ids[i]);
-  fill(ctx.add_scratch("weights", DType::F32, {rows, topk}), weights);
-  ctx.add_weight_list("w1", {f, d}, w1);
-  ctx.add_weight_list("w3", {f, d}, w3);
-  ctx.add_weight_list("w2", {d, f}, w2);
+  TensorView id_view = routed_inputs(ctx);
   ctx.add_float("limit", limit);
   TensorView out = ctx.add_scratch("out", DType::F32, {rows, d});
   fill(out, std::vector<float>(rows * d, 5.0f));  // overwritten
@@ -496,6 +501,22 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
       EXPECT_NEAR(acc.get(r * d + i), expected, bound[i]) << "with shared " << r << "," << i;
     }
   }
+
+  // The shared expert in the moe_experts call (decode phases): the two ops' bits, in their order; the
+  // inactive row zero as the routed sum leaves it.
+  FakeContext fused("moe_experts", {{"hidden", d}, {"width", f}, {"experts", experts}, {"topk", topk}});
+  routed_inputs(fused);
+  fused.add_weight("shared_w1", {f, d}, w1[0]);
+  fused.add_weight("shared_w3", {f, d}, w3[0]);
+  fused.add_float("limit", limit);
+  TensorView both = fused.add_scratch("out", DType::F32, {rows, d});
+  fused.add_scratch("work", DType::BF16, {rows, topk * (f + 2)});
+  EXPECT_FALSE(fused.run().is_ok()) << "shared_w2 absent beside shared_w1 and shared_w3";
+  fused.add_weight("shared_w2", {d, f}, w2[0]);
+  fill(both, std::vector<float>(rows * d, 5.0f));  // overwritten
+  ASSERT_TRUE(fused.run().is_ok());
+  for (int64_t i = 0; i < rows * d; ++i)
+    EXPECT_EQ(both.get(i), i < (rows - 1) * d ? acc.get(i) : 0.0f) << "fused " << i / d << "," << i % d;
 
   id_view.set_int(1, experts);  // an expert id out of range is refused, not followed
   EXPECT_FALSE(ctx.run().is_ok());
