@@ -1,5 +1,7 @@
 // common/kernel_launch_hc.cpp — launches of the embedding and hyper-connection ops (embed, hc_pre_init,
 // hc_mix, hc_collapse_norm, hc_post); the grids match the comments atop their kernels/<op>.cuh.
+#include <algorithm>
+
 #include "common/kernel_launch_ops.h"
 
 namespace dsv41 {
@@ -16,10 +18,11 @@ Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
 
 namespace {
 
-// Blocks of 512, 16 a row in phases of at most 16 rows (kernels/hc_mix.cuh kMixRows and kMixSplits: its
-// table holds no more), else one a row.
+constexpr int64_t kSplitRows = 16;  // kernels/hc_mix.cuh kMixRows: phases of at most this many rows split a row
+
+// Blocks of 512, 16 a row in phases of at most 16 rows, else one a row.
 LaunchDims split_at_decode(const CallEnv& env) {
-  constexpr int64_t kSplitRows = 16, kSplits = 16;
+  constexpr int64_t kSplits = 16;
   LaunchDims d = one_block_per_row(env, 512);
   if (env.rows >= 1 && env.rows <= kSplitRows) d.grid[1] = kSplits;
   return d;
@@ -27,12 +30,22 @@ LaunchDims split_at_decode(const CallEnv& env) {
 
 }  // namespace
 
+// kernels/hc_mix.cuh: at decode, G input slices (at most its kMixSplits = 64) times Z groups of its kCols = 12
+// fn columns a row, about 128 blocks in all at 1-4 rows and never fewer than 16 slices a row. The kernel
+// takes any Z (a block loops over the column groups it owns), so Z only tunes the spread.
 Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
-  (void)call;
-  return split_at_decode(env);
+  constexpr int64_t kCols = 12, kMaxSlices = 64, kMinSlices = 16, kTargetBlocks = 128;
+  const int64_t streams = call.constant("streams"), mix = (2 + streams) * streams;
+  LaunchDims d = one_block_per_row(env, 512);
+  if (env.rows >= 1 && env.rows <= kSplitRows) {
+    const int64_t groups = (mix + kCols - 1) / kCols;
+    d.grid[1] = std::clamp(kTargetBlocks / (env.rows * groups), kMinSlices, kMaxSlices);
+    d.grid[2] = groups;
+  }
+  return d;
 }
 
-// kernels/hc_collapse_norm.cuh takes any split; it uses hc_mix's.
+// kernels/hc_collapse_norm.cuh takes any split.
 Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {
   (void)call;
   return split_at_decode(env);
