@@ -51,6 +51,16 @@ Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env)
   return split_at_decode(env);
 }
 
+// kernels/hc_step.cuh: blocks of 256; at decode G blocks a row, each a slice of the hidden columns, about
+// 128 blocks in all at 1 row (its kStepSplits = 64 at most, 8 at least), else one a row.
+Result<LaunchDims> launch_hc_step(const Call& call, const CallEnv& env) {
+  (void)call;
+  constexpr int64_t kMaxSlices = 64, kMinSlices = 8, kTargetBlocks = 128;
+  LaunchDims d = one_block_per_row(env, 256);
+  if (env.rows >= 1 && env.rows <= kSplitRows) d.grid[1] = std::clamp(kTargetBlocks / env.rows, kMinSlices, kMaxSlices);
+  return d;
+}
+
 Result<LaunchDims> launch_hc_post(const Call& call, const CallEnv& env) {
   // kernels/hc_post.cuh: one thread per column, every stream
   return row_by_columns(env, call.constant("hidden"), 256);

@@ -117,6 +117,28 @@ __device__ __forceinline__ void sinkhorn_lanes(float* c, long long iters, float 
   if (lane < N * N) c[lane] = v;
   __syncwarp();
 }
+
+// The end of a row, by the lanes of one warp (every lane calls it), from its M column sums m and its Σx²
+// over `width` inputs: ρ (the same bits in every lane), the activations (lane k the columns ≡ k mod 32),
+// the Sinkhorn passes on the comb, then the row to o. m and result (M floats) are shared memory.
+template <long long S, int format_base, int format_scale>
+__device__ __forceinline__ void finish_row(const float* m, float sumsq, long long width, Weight base, Weight scale,
+                                           long long iters, float eps, float hc_eps, float* result, float* o,
+                                           int lane) {
+  constexpr long long M = (2 + S) * S;
+  const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(width)) + eps);
+  auto base_at = [&](long long i) { return weight_at<format_base>(base, i); };
+  auto scale_at = [&](long long i) { return weight_at<format_scale>(scale, i); };
+  for (long long k = lane; k < M; k += 32) {
+    const float mk = __fmul_rn(m[k], rho);
+    if (k < S) result[k] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale_at(0), mk), base_at(k))), hc_eps);
+    else if (k < 2 * S) result[k] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), mk), base_at(k))));
+    else result[k] = __fadd_rn(__fmul_rn(scale_at(2), mk), base_at(k));
+  }
+  if constexpr (S * S <= 32) sinkhorn_lanes<S>(result + 2 * S, iters, hc_eps, lane);
+  else sinkhorn<S>(result + 2 * S, iters, hc_eps, lane);
+  for (long long k = lane; k < M; k += 32) o[k] = result[k];
+}
 }  // namespace hc_mix_detail
 
 namespace entry {
@@ -224,20 +246,8 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     }
     __syncthreads();
   }
-  // Warp 0 finishes the row: each lane the columns k ≡ lane (mod 32), then the Sinkhorn passes.
   if (tid >= 32) return;
-  const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(W)) + eps);  // the same bits in every lane
-  auto base_at = [&](long long i) { return weight_at<format_base>(base, i); };
-  auto scale_at = [&](long long i) { return weight_at<format_scale>(scale, i); };
-  for (long long k = lane; k < M; k += 32) {
-    const float mk = __fmul_rn(m[k], rho);
-    if (k < S) result[k] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale_at(0), mk), base_at(k))), hc_eps);
-    else if (k < 2 * S) result[k] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), mk), base_at(k))));
-    else result[k] = __fadd_rn(__fmul_rn(scale_at(2), mk), base_at(k));
-  }
-  if constexpr (S * S <= 32) sinkhorn_lanes<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
-  else sinkhorn<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
-  for (long long k = lane; k < M; k += 32) o[k] = result[k];
+  finish_row<S, format_base, format_scale>(m, sumsq, W, base, scale, sinkhorn_iters, eps, hc_eps, result, o, lane);
 #endif
 }
 
