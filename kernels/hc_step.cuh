@@ -11,21 +11,23 @@
 // with prev's pre (h, rounded as out's dtype, stored unnormalised to out: exact, it is out's dtype) and
 // adds h². The block's M + 2 sums (warp sums, then warps in order) go to the module's table; the row's
 // last block (kernels/last_block.cuh) adds the slices in slice order (a run's bits repeat; they depend on
-// G, fixed per phase), rescales the row's out by the rmsnorm (reading it back through L2), then warp 0
-// finishes the mix (hc_mix.cuh finish_row). The check-mode (F32) variants sum h² in the CPU's order
+// G, fixed per phase); then its warp 0 finishes the mix (hc_mix.cuh finish_row: the Sinkhorn passes are
+// serial) while its other warps rescale the row's out by the rmsnorm (reading it back through L2). The check-mode (F32) variants sum h² in the CPU's order
 // (one f32 sum from column 0 up, as hc_collapse_norm's do): the last block stages the row's h in chunks
 // and thread 0 adds them, so out has the CPU's bits. No dynamic shared memory.
 #pragma once
 
+#include "hc_collapse_norm.cuh"
 #include "hc_mix.cuh"
 
 namespace dsv41k {
 namespace hc_step_detail {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kStepRows = 16;    // phases of at most this many rows split a row over blocks
-constexpr int kStepSplits = 64;  // blocks a split row at most; common/kernel_launch_hc.cpp picks G
-constexpr int kGatherBytes = 24 * 1024;  // the last block gathers the table through shared memory up to this
+// hc_mix's bounds: phases of at most kMixRows rows split a row over at most kMixSplits blocks (G, which
+// common/kernel_launch_hc.cpp picks), and the last block gathers through shared memory up to kGatherBytes.
+using hc_mix_detail::kGatherBytes;
+constexpr int kStepRows = hc_mix_detail::kMixRows, kStepSplits = hc_mix_detail::kMixSplits;
 
 #ifndef DSV41_CONTRACT_SCAN
 // A split launch's sums, [row][block][the M fn column sums, Σ next², Σ h²], and each row's finished blocks.
@@ -59,7 +61,6 @@ __device__ __forceinline__ void hc_step(Rows rows, Statics statics, Scratch x, S
   using namespace hc_step_detail;
   constexpr long long S = streams, M = (2 + S) * S, D = hidden, W = S * D;
   constexpr int T = kThreads;
-  __shared__ float red[32];
   __shared__ float pm[M];  // prev's row: pre | post | comb
   __shared__ float part[kWarps * (M + 2)];
   __shared__ float sums[M + 2];
@@ -150,34 +151,30 @@ __device__ __forceinline__ void hc_step(Rows rows, Statics statics, Scratch x, S
     }
   }
   __syncthreads();
-  // The collapse's rmsnorm over the whole row's out (its h, written by every block of the row).
-  float sumsq;
-  if constexpr (dtype_out == DT_F32) {
-    __shared__ float staged[T];
-    float seq = 0.0f;  // thread 0's running sum, in the CPU's order
-    for (long long c = 0; c < D; c += T) {
-      if (c + tid < D) staged[tid] = load_cg<dtype_out>(out, r * D + c + tid);
-      __syncthreads();
-      if (tid == 0) {
-        const int n = D - c < T ? static_cast<int>(D - c) : T;
-        for (int i = 0; i < n; ++i) seq = __fadd_rn(seq, __fmul_rn(staged[i], staged[i]));
-      }
-      __syncthreads();
+  // The collapse's rmsnorm over the whole row's out (its h, written by every block of the row), and the
+  // mix's finish: served (BF16), warp 0 finishes the mix while the other warps rescale out; check mode
+  // (F32) first sums h² in the CPU's order with every thread, then rescales, then finishes the mix.
+  auto rescale = [&](float sumsq, int first, int stride) {
+    const float inv = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(D)) + eps);
+#pragma unroll 4
+    for (long long d = first; d < D; d += stride) {
+      const float h = load_cg<dtype_out>(out, r * D + d);
+      store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(h, inv), weight_at<format_norm>(norm, d)));
     }
-    if (tid == 0) red[0] = seq;
-    __syncthreads();
-    sumsq = red[0];
+  };
+  auto finish_mix = [&] {
+    hc_mix_detail::finish_row<S, format_base, format_scale>(sums, sums[M], W, base, scale, sinkhorn_iters, eps,
+                                                            hc_eps, result, mo, lane);
+  };
+  if constexpr (dtype_out == DT_F32) {
+    const float sumsq =
+        hc_collapse_norm_detail::cpu_order_sumsq<T>(D, tid, [&](long long d) { return load_cg<dtype_out>(out, r * D + d); });
+    rescale(sumsq, tid, T);
+    if (warp == 0) finish_mix();
   } else {
-    sumsq = sums[M + 1];
+    if (warp == 0) finish_mix();
+    else rescale(sums[M + 1], tid - 32, T - 32);
   }
-  const float inv = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(D)) + eps);
-  for (long long d = tid; d < D; d += T) {
-    const float h = load_cg<dtype_out>(out, r * D + d);
-    store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(h, inv), weight_at<format_norm>(norm, d)));
-  }
-  if (warp != 0) return;
-  hc_mix_detail::finish_row<S, format_base, format_scale>(sums, sums[M], W, base, scale, sinkhorn_iters, eps, hc_eps,
-                                                          result, mo, lane);
 #endif
 }
 

@@ -112,6 +112,33 @@ Result<MixParams> mix_params(const OpContext& ctx, int64_t width) {
   return p;
 }
 
+// hc_post's buffers (named mix and out in hc_post, prev and next in hc_step), checked as hc_post checks them.
+struct PostArgs {
+  TensorView x, sub, mix, out;
+};
+Result<PostArgs> post_args(const OpContext& ctx, const char* mix_name, const char* out_name) {
+  const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams"), rows = ctx.statics().rows;
+  PostArgs a;
+  DSV41_ASSIGN_OR_RETURN(a.x, scratch_arg(ctx, "x", Want::Act, rows * s_count * d_count));
+  DSV41_ASSIGN_OR_RETURN(a.sub, scratch_arg(ctx, "sub", Want::Act, rows * d_count));
+  DSV41_ASSIGN_OR_RETURN(a.mix, scratch_arg(ctx, mix_name, Want::F32, rows * mix_width(s_count)));
+  DSV41_ASSIGN_OR_RETURN(a.out, scratch_arg(ctx, out_name, Want::Act, rows * s_count * d_count));
+  DSV41_TRY(check_same_dtype(ctx, "x", a.x, "sub", a.sub));
+  DSV41_TRY(check_same_dtype(ctx, "x", a.x, out_name, a.out));
+  DSV41_TRY(check_distinct(ctx, "x", a.x, out_name, a.out));
+  return a;
+}
+
+// One row of hc_post from the buffers to y (the caller stores it): xr, a and mr are its scratch.
+void post_of_row(const PostArgs& args, int64_t r, int64_t s_count, int64_t d_count, std::vector<float>& xr,
+                 std::vector<float>& a, std::vector<float>& mr, float* y) {
+  const int64_t width = s_count * d_count, mix = mix_width(s_count);
+  read_floats(args.x, r * width, width, xr.data());
+  read_floats(args.sub, r * d_count, d_count, a.data());
+  read_floats(args.mix, r * mix, mix, mr.data());
+  post_row(xr.data(), a.data(), mr.data(), s_count, d_count, y);
+}
+
 }  // namespace
 
 Status op_embed(const OpContext& ctx) {
@@ -194,24 +221,16 @@ Status op_hc_collapse_norm(const OpContext& ctx) {
 Status op_hc_post(const OpContext& ctx) {
   DSV41_TRY(check_hc_shape(ctx));
   const StaticsView& st = ctx.statics();
-  const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams"), rows = st.rows;
+  const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams");
   const int64_t mix = mix_width(s_count), width = s_count * d_count;
   DSV41_TRY(check_statics(ctx));
-  DSV41_ASSIGN_OR_RETURN(TensorView x, scratch_arg(ctx, "x", Want::Act, rows * width));
-  DSV41_ASSIGN_OR_RETURN(TensorView sub, scratch_arg(ctx, "sub", Want::Act, rows * d_count));
-  DSV41_ASSIGN_OR_RETURN(TensorView mixv, scratch_arg(ctx, "mix", Want::F32, rows * mix));
-  DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::Act, rows * width));
-  DSV41_TRY(check_same_dtype(ctx, "x", x, "sub", sub));
-  DSV41_TRY(check_same_dtype(ctx, "x", x, "out", out));
-  DSV41_TRY(check_distinct(ctx, "x", x, "out", out));
+  DSV41_ASSIGN_OR_RETURN(const PostArgs args, post_args(ctx, "mix", "out"));
 
   std::vector<float> xr(static_cast<size_t>(width)), a(static_cast<size_t>(d_count));
   std::vector<float> mr(static_cast<size_t>(mix)), y(static_cast<size_t>(width));
+  TensorView out = args.out;
   return for_active_rows(st, {{&out, width}}, [&](int64_t r) -> Status {
-    read_floats(x, r * width, width, xr.data());
-    read_floats(sub, r * d_count, d_count, a.data());
-    read_floats(mixv, r * mix, mix, mr.data());
-    post_row(xr.data(), a.data(), mr.data(), s_count, d_count, y.data());
+    post_of_row(args, r, s_count, d_count, xr, a, mr, y.data());
     write_floats(out, r * width, width, y.data());  // rounded by the BF16 store
     return Status::ok();
   });
@@ -225,28 +244,20 @@ Status op_hc_step(const OpContext& ctx) {
   const int64_t d_count = ctx.constant("hidden"), s_count = ctx.constant("streams"), rows = st.rows;
   const int64_t mix = mix_width(s_count), width = s_count * d_count;
   DSV41_TRY(check_statics(ctx));
-  DSV41_ASSIGN_OR_RETURN(TensorView x, scratch_arg(ctx, "x", Want::Act, rows * width));
-  DSV41_ASSIGN_OR_RETURN(TensorView sub, scratch_arg(ctx, "sub", Want::Act, rows * d_count));
-  DSV41_ASSIGN_OR_RETURN(TensorView prev, scratch_arg(ctx, "prev", Want::F32, rows * mix));
+  DSV41_ASSIGN_OR_RETURN(const PostArgs args, post_args(ctx, "prev", "next"));
   DSV41_ASSIGN_OR_RETURN(const MixParams p, mix_params(ctx, width));
   DSV41_ASSIGN_OR_RETURN(const float* norm, weight_arg(ctx, "norm", d_count));
-  DSV41_ASSIGN_OR_RETURN(TensorView next, scratch_arg(ctx, "next", Want::Act, rows * width));
   DSV41_ASSIGN_OR_RETURN(TensorView mixv, scratch_arg(ctx, "mix", Want::F32, rows * mix));
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::Act, rows * d_count));
-  DSV41_TRY(check_same_dtype(ctx, "x", x, "sub", sub));
-  DSV41_TRY(check_same_dtype(ctx, "x", x, "next", next));
-  DSV41_TRY(check_same_dtype(ctx, "x", x, "out", out));
-  DSV41_TRY(check_distinct(ctx, "x", x, "next", next));
+  DSV41_TRY(check_same_dtype(ctx, "x", args.x, "out", out));
   const bool round = rounds(out);
 
   std::vector<float> xr(static_cast<size_t>(width)), a(static_cast<size_t>(d_count)), pm(static_cast<size_t>(mix));
   std::vector<float> y(static_cast<size_t>(width)), m(static_cast<size_t>(mix)), result(static_cast<size_t>(mix));
   std::vector<float> h(static_cast<size_t>(d_count));
+  TensorView next = args.out;
   return for_active_rows(st, {{&next, width}, {&mixv, mix}, {&out, d_count}}, [&](int64_t r) -> Status {
-    read_floats(x, r * width, width, xr.data());
-    read_floats(sub, r * d_count, d_count, a.data());
-    read_floats(prev, r * mix, mix, pm.data());
-    post_row(xr.data(), a.data(), pm.data(), s_count, d_count, y.data());
+    post_of_row(args, r, s_count, d_count, xr, a, pm, y.data());
     write_floats(next, r * width, width, y.data());
     read_floats(next, r * width, width, y.data());  // the stored (rounded) streams, as the next op reads them
     mix_row(p, y.data(), width, m.data(), result.data());
