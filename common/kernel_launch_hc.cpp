@@ -31,10 +31,11 @@ LaunchDims split_at_decode(const CallEnv& env) {
 }  // namespace
 
 // kernels/hc_mix.cuh: at decode, G input slices (at most its kMixSplits = 64) times Z groups of its kCols = 12
-// fn columns a row, about 128 blocks in all at 1-4 rows and never fewer than 16 slices a row. The kernel
+// fn columns a row, about 128 blocks in all at 1-8 rows (one wave: a block of 512 holds a SM's registers)
+// and never fewer than 8 slices a row. The kernel
 // takes any Z (a block loops over the column groups it owns), so Z only tunes the spread.
 Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
-  constexpr int64_t kCols = 12, kMaxSlices = 64, kMinSlices = 16, kTargetBlocks = 128;
+  constexpr int64_t kCols = 12, kMaxSlices = 64, kMinSlices = 8, kTargetBlocks = 128;
   const int64_t streams = call.constant("streams"), mix = (2 + streams) * streams;
   LaunchDims d = one_block_per_row(env, 512);
   if (env.rows >= 1 && env.rows <= kSplitRows) {

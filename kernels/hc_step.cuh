@@ -6,15 +6,19 @@
 //
 // Launch (common/kernel_launch_hc.cpp): block 256 threads, grid (R, G): at decode (R ≤ kStepRows) G
 // blocks a row (kStepSplits at most), each owning a slice of the hidden columns d; else one block a row.
-// Thread t of a block walks its slice's columns: it forms the S new stream values at d (stored to next,
-// rounded as next's dtype), adds their products with the M fn columns and their squares, collapses them
-// with prev's pre (h, rounded as out's dtype, stored unnormalised to out: exact, it is out's dtype) and
-// adds h². The block's M + 2 sums (warp sums, then warps in order) go to the module's table; the row's
-// last block (kernels/last_block.cuh) adds the slices in slice order (a run's bits repeat; they depend on
-// G, fixed per phase); then its warp 0 finishes the mix (hc_mix.cuh finish_row: the Sinkhorn passes are
-// serial) while its other warps rescale the row's out by the rmsnorm (reading it back through L2). The check-mode (F32) variants sum h² in the CPU's order
-// (one f32 sum from column 0 up, as hc_collapse_norm's do): the last block stages the row's h in chunks
-// and thread 0 adds them, so out has the CPU's bits. No dynamic shared memory.
+// The block's threads form two column groups (kGroups): thread t takes the columns d ≡ t mod kHalf of its
+// block's slice and half of the M fn columns, so about 2·D threads a row each keep kCols·S fn loads in
+// flight together (one round trip to memory for the whole fn at one row). Both groups form the S new
+// stream values at d (hc_post's operations, rounded as next's dtype: the same bits in both); group 0
+// stores them to next, sums their squares, collapses them with prev's pre (h, rounded as out's dtype,
+// stored unnormalised to out: exact, it is out's dtype) and sums h². The block's M + 2 sums (warp sums,
+// then the owning group's warps in order) go to the module's table; the row's last block
+// (kernels/last_block.cuh) adds the slices in slice order (a run's bits repeat; they depend on G, fixed
+// per phase); then its warp 0 finishes the mix (hc_mix.cuh finish_row: the Sinkhorn passes are serial)
+// while its other warps rescale the row's out by the rmsnorm (reading it back through L2). The
+// check-mode (F32) variants sum h² in the CPU's order (one f32 sum from column 0 up, as
+// hc_collapse_norm's do): the last block stages the row's h in chunks and thread 0 adds them, so out
+// has the CPU's bits. No dynamic shared memory.
 #pragma once
 
 #include "hc_collapse_norm.cuh"
@@ -24,6 +28,9 @@ namespace dsv41k {
 namespace hc_step_detail {
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
+constexpr int kGroups = 2;                       // column groups: a block's threads split the M fn columns
+constexpr int kHalf = kThreads / kGroups;        // threads a group
+constexpr int kGroupWarps = kHalf / 32;
 // hc_mix's bounds: phases of at most kMixRows rows split a row over at most kMixSplits blocks (G, which
 // common/kernel_launch_hc.cpp picks), and the last block gathers through shared memory up to kGatherBytes.
 using hc_mix_detail::kGatherBytes;
@@ -62,7 +69,8 @@ __device__ __forceinline__ void hc_step(Rows rows, Statics statics, Scratch x, S
   constexpr long long S = streams, M = (2 + S) * S, D = hidden, W = S * D;
   constexpr int T = kThreads;
   __shared__ float pm[M];  // prev's row: pre | post | comb
-  __shared__ float part[kWarps * (M + 2)];
+  constexpr int kCols = static_cast<int>((M + kGroups - 1) / kGroups);  // fn columns a thread
+  __shared__ float part[kWarps * (kCols + 2)];
   __shared__ float sums[M + 2];
   __shared__ float result[M];
   const long long r = blockIdx.x;
@@ -88,10 +96,20 @@ __device__ __forceinline__ void hc_step(Rows rows, Statics statics, Scratch x, S
   const float* pre = pm;
   const float* post = pm + S;
   const float* comb = pm + 2 * S;
-  float acc[M + 2];  // the fn column sums, Σ next², Σ h²
+  // Thread t takes column group t / kHalf (kCols of the M fn columns) of its block's columns d ≡ t mod kHalf:
+  // both groups form the same new streams at d (the same operations, so the same bits); group 0 also
+  // stores them, collapses them and sums the squares. A thread's kCols·S fn loads go out first, together.
+  const int grp = tid / kHalf, dl = tid % kHalf;
+  const long long c0 = static_cast<long long>(grp) * kCols;
+  float acc[kCols + 2];  // its columns' fn sums, then Σ next², Σ h² (group 0)
 #pragma unroll
-  for (int k = 0; k < M + 2; ++k) acc[k] = 0.0f;
-  for (long long d = lo + tid; d < hi; d += T) {
+  for (int k = 0; k < kCols + 2; ++k) acc[k] = 0.0f;
+  for (long long d = lo + dl; d < hi; d += kHalf) {
+    float w[kCols][S];
+#pragma unroll
+    for (int k = 0; k < kCols; ++k)
+#pragma unroll
+      for (long long j = 0; j < S; ++j) w[k][j] = c0 + k < M ? weight_at<format_fn>(fn, c0 + k, j * D + d, W) : 0.0f;
     float xi[S], xn[S];
 #pragma unroll
     for (long long i = 0; i < S; ++i) xi[i] = load<dtype_x>(x, r * W + i * D + d);
@@ -102,31 +120,36 @@ __device__ __forceinline__ void hc_step(Rows rows, Statics statics, Scratch x, S
 #pragma unroll
       for (long long i = 0; i < S; ++i) v = __fadd_rn(v, __fmul_rn(comb[i * S + j], xi[i]));
       xn[j] = round_as<dtype_next>(v);
-      store<dtype_next>(next, r * W + j * D + d, xn[j]);
     }
 #pragma unroll
-    for (long long k = 0; k < M; ++k)
+    for (int k = 0; k < kCols; ++k)
 #pragma unroll
-      for (long long j = 0; j < S; ++j) acc[k] += xn[j] * weight_at<format_fn>(fn, k, j * D + d, W);
+      for (long long j = 0; j < S; ++j) acc[k] += xn[j] * w[k][j];
+    if (grp == 0) {
+      float h = 0.0f;  // hc_collapse_norm.cuh's collapse
 #pragma unroll
-    for (long long j = 0; j < S; ++j) acc[M] += xn[j] * xn[j];
-    float h = 0.0f;  // hc_collapse_norm.cuh's collapse
-#pragma unroll
-    for (long long s = 0; s < S; ++s) h = __fadd_rn(h, __fmul_rn(pre[s], xn[s]));
-    h = round_as<dtype_out>(h);
-    store<dtype_out>(out, r * D + d, h);
-    acc[M + 1] += h * h;
+      for (long long j = 0; j < S; ++j) {
+        store<dtype_next>(next, r * W + j * D + d, xn[j]);
+        acc[kCols] += xn[j] * xn[j];
+        h = __fadd_rn(h, __fmul_rn(pre[j], xn[j]));
+      }
+      h = round_as<dtype_out>(h);
+      store<dtype_out>(out, r * D + d, h);
+      acc[kCols + 1] += h * h;
+    }
   }
 #pragma unroll
-  for (int k = 0; k < M + 2; ++k) {
+  for (int k = 0; k < kCols + 2; ++k) {
     const float v = warp_sum(acc[k]);
-    if (lane == 0) part[warp * (M + 2) + k] = v;
+    if (lane == 0) part[warp * (kCols + 2) + k] = v;
   }
   __syncthreads();
+  // Sum k of the block: fn column k from its group's warps, Σ next² and Σ h² from group 0's, in warp order.
   float* table = g_parts<M> + static_cast<long long>(r) * kStepSplits * (M + 2);
   for (int k = tid; k < M + 2; k += T) {
+    const int owner = k < M ? k / kCols : 0, slot = k < M ? k % kCols : kCols + (k - static_cast<int>(M));
     float t = 0.0f;
-    for (int w = 0; w < kWarps; ++w) t += part[w * (M + 2) + k];
+    for (int w = owner * kGroupWarps; w < (owner + 1) * kGroupWarps; ++w) t += part[w * (kCols + 2) + slot];
     if (G > 1) table[g * (M + 2) + k] = t;
     else sums[k] = t;
   }
