@@ -25,10 +25,6 @@ std::vector<OpSpec> build_specs() {
        {{"x", S}, {"fn", W}, {"base", W}, {"scale", W}, {"eps", F}, {"hc_eps", F}, {"out", S}}},
       {"hc_collapse_norm", {"hidden", "streams"}, {{"x", S}, {"mix", S}, {"norm", W}, {"eps", F}, {"out", S}}},
       {"hc_post", {"hidden", "streams"}, {{"x", S}, {"sub", S}, {"mix", S}, {"out", S}}},
-      // hc_post, hc_mix and hc_collapse_norm of one sublayer front in one call (docs/ops.md "hc_step").
-      {"hc_step", {"hidden", "streams", "sinkhorn_iters"},
-       {{"x", S}, {"sub", S}, {"prev", S}, {"fn", W}, {"base", W}, {"scale", W}, {"norm", W}, {"eps", F},
-        {"hc_eps", F}, {"next", S}, {"mix", S}, {"out", S}}},
       {"linear", {"in_features", "out_features"}, {{"x", S}, {"w", W}, {"out", S}}},
       {"grouped_linear", {"groups", "in_per_group", "out_per_group"}, {{"x", S}, {"w", W}, {"out", S}}},
       {"rmsnorm", {"width"}, {{"x", S}, {"w", W}, {"eps", F}, {"out", S}}},

@@ -33,29 +33,6 @@ __device__ __forceinline__ float collapse(const void* x, long long row_off, cons
   for (long long s = 0; s < streams; ++s) h = __fadd_rn(h, __fmul_rn(pre[s], load<dtype_x>(x, row_off + s * hidden + d)));
   return round_as<dtype_out>(h);
 }
-
-// Σ v(d)² over d in [0, D) in the CPU's order (runtime/cpu/ops_common.cpp rms_norm: one f32 sum from
-// column 0 up, no fused multiply-add), for the check-mode variants: v(d) is formed by thread d mod T of
-// the block, T columns at a time staged in shared memory and added by thread 0. Every thread of the
-// block calls it and gets the sum.
-template <int T, class Value>
-__device__ __forceinline__ float cpu_order_sumsq(long long D, int tid, Value v) {
-  __shared__ float staged[T];
-  __shared__ float total;
-  float seq = 0.0f;  // thread 0's running sum
-  for (long long c = 0; c < D; c += T) {
-    if (c + tid < D) staged[tid] = v(c + tid);
-    __syncthreads();
-    if (tid == 0) {
-      const int n = D - c < T ? static_cast<int>(D - c) : T;
-      for (int i = 0; i < n; ++i) seq = __fadd_rn(seq, __fmul_rn(staged[i], staged[i]));
-    }
-    __syncthreads();
-  }
-  if (tid == 0) total = seq;
-  __syncthreads();
-  return total;
-}
 }  // namespace hc_collapse_norm_detail
 
 namespace entry {
@@ -89,9 +66,20 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
   const long long row_off = r * S * D;
   float sum;
   if constexpr (dtype_out == DT_F32) {
-    sum = cpu_order_sumsq<T>(D, tid, [&](long long d) {
-      return collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, d);
-    });
+    __shared__ float staged[T];
+    float seq = 0.0f;  // thread 0's running sum, in the CPU's order
+    for (long long c = 0; c < D; c += T) {
+      if (c + tid < D) staged[tid] = collapse<hidden, streams, dtype_x, dtype_out>(x, row_off, pre, c + tid);
+      __syncthreads();
+      if (tid == 0) {
+        const int n = D - c < T ? static_cast<int>(D - c) : T;
+        for (int i = 0; i < n; ++i) seq = __fadd_rn(seq, __fmul_rn(staged[i], staged[i]));
+      }
+      __syncthreads();
+    }
+    if (tid == 0) red[0] = seq;
+    __syncthreads();
+    sum = red[0];
   } else {
     float sq = 0.0f;
 #pragma unroll(kUnroll)

@@ -3,15 +3,13 @@
 // pre = sigmoid(scale₀·m + base) + hc_eps, post = 2·sigmoid(scale₁·m + base),
 // C = scale₂·m + base followed by the Sinkhorn passes; out F32 [R, M]. Inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R, G, Z). At decode
-// (R ≤ kMixRows) a row's S·D inputs are split into G slices (whole vectors of four) and its M fn columns
-// into Z groups of kCols, so a row's 2.75 MB of fn (release) is read by G·Z blocks (about 128 at one
-// row: the fn read is the op's only real work and 16 blocks could not pull it at the GPU's bandwidth);
-// else one block per row (G = Z = 1). A block walks its columns in passes of kCols (threads strided over
-// the inputs four at a time, one vector load of fn per column), reduces each column warp-wise then
-// across warps in a fixed order; a split row's blocks hand their sums to the module's table and the
-// row's last block (a counter per row, reset by that block) gathers the table in one round trip and
-// adds the G slices in slice order, so a run's bits repeat (they depend on G, fixed per phase). ρ, the
+// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R, G): G = kMixSplits blocks
+// per row at decode (R ≤ kMixRows), each summing a slice of the row's S·D inputs (whole vectors of
+// four), else one block per row. A block walks its inputs in passes of up to kCols columns of fn
+// (threads strided over the inputs four at a time, one vector load of fn per column), reduces each
+// column warp-wise then across warps in a fixed order; a split row's blocks hand their sums to the
+// module's table and the row's last block (a counter per row, reset by that block) gathers the table
+// into shared memory in one round trip and adds the slices in order, so a run's bits repeat. ρ, the
 // activations (a lane a column) and the Sinkhorn passes on the S×S comb (a lane an element while
 // S·S ≤ 32, else a lane a row or column) run in warp 0, in the exact order and rounding points of
 // runtime/cpu/ops_hc.cpp. No dynamic shared memory.
@@ -24,8 +22,7 @@ namespace hc_mix_detail {
 constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMixRows = 16;    // phases of at most this many rows split a row over blocks
-constexpr int kMixSplits = 64;  // input slices (grid y) of a split row at most; common/kernel_launch_hc.cpp picks G
-constexpr int kGatherBytes = 24 * 1024;  // the last block gathers the table through shared memory up to this
+constexpr int kMixSplits = 16;  // blocks per split row
 
 #ifndef DSV41_CONTRACT_SCAN
 // A split launch's sums, [row][split][the M column sums, then Σx²], and each row's finished blocks.
@@ -117,28 +114,6 @@ __device__ __forceinline__ void sinkhorn_lanes(float* c, long long iters, float 
   if (lane < N * N) c[lane] = v;
   __syncwarp();
 }
-
-// The end of a row, by the lanes of one warp (every lane calls it), from its M column sums m and its Σx²
-// over `width` inputs: ρ (the same bits in every lane), the activations (lane k the columns ≡ k mod 32),
-// the Sinkhorn passes on the comb, then the row to o. m and result (M floats) are shared memory.
-template <long long S, int format_base, int format_scale>
-__device__ __forceinline__ void finish_row(const float* m, float sumsq, long long width, Weight base, Weight scale,
-                                           long long iters, float eps, float hc_eps, float* result, float* o,
-                                           int lane) {
-  constexpr long long M = (2 + S) * S;
-  const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(width)) + eps);
-  auto base_at = [&](long long i) { return weight_at<format_base>(base, i); };
-  auto scale_at = [&](long long i) { return weight_at<format_scale>(scale, i); };
-  for (long long k = lane; k < M; k += 32) {
-    const float mk = __fmul_rn(m[k], rho);
-    if (k < S) result[k] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale_at(0), mk), base_at(k))), hc_eps);
-    else if (k < 2 * S) result[k] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), mk), base_at(k))));
-    else result[k] = __fadd_rn(__fmul_rn(scale_at(2), mk), base_at(k));
-  }
-  if constexpr (S * S <= 32) sinkhorn_lanes<S>(result + 2 * S, iters, hc_eps, lane);
-  else sinkhorn<S>(result + 2 * S, iters, hc_eps, lane);
-  for (long long k = lane; k < M; k += 32) o[k] = result[k];
-}
 }  // namespace hc_mix_detail
 
 namespace entry {
@@ -164,13 +139,11 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   const long long r = blockIdx.x;
   if (r >= rows) return;
   const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
-  const int Z = static_cast<int>(gridDim.z), z = static_cast<int>(blockIdx.z);
-  const bool split = G > 1 || Z > 1;
-  if (split && (rows > kMixRows || G > kMixSplits)) return;  // a grid the table cannot hold (never launched)
+  if (G > 1 && (rows > kMixRows || G > kMixSplits)) return;  // a grid the table cannot hold (never launched)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   float* o = static_cast<float*>(out) + r * M;
   if (row_slot(statics, r) < 0) {
-    if (g == 0 && z == 0)
+    if (g == 0)
       for (int i = tid; i < M; i += kThreads) o[i] = 0.0f;
     return;
   }
@@ -178,9 +151,7 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   // This block's inputs [lo, hi): whole vectors of four, so no vector straddles two blocks.
   const long long per = (W + 4ll * G - 1) / (4ll * G) * 4;
   const long long lo = g * per < W ? g * per : W, hi = lo + per < W ? lo + per : W;
-  // A split row's table: [slice][the M column sums, then Σx²]; slice g's columns come from its Z blocks.
-  float* table = split ? g_sums<M> + static_cast<long long>(r) * kMixSplits * (M + 1) : nullptr;
-  for (long long c0 = static_cast<long long>(z) * kCols; c0 < M; c0 += static_cast<long long>(Z) * kCols) {
+  for (long long c0 = 0; c0 < M; c0 += kCols) {
     float acc[kCols];
 #pragma unroll
     for (int k = 0; k < kCols; ++k) acc[k] = 0.0f;
@@ -203,10 +174,7 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
     }
     if (c0 == 0) {
       const float total = block_sum(sq, red);
-      if (tid == 0) {
-        sumsq = total;
-        if (split) table[g * (M + 1) + M] = total;
-      }
+      if (tid == 0) sumsq = total;
     }
 #pragma unroll
     for (int k = 0; k < kCols; ++k) {
@@ -218,36 +186,40 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
       float t = 0.0f;
       for (int w = 0; w < kWarps; ++w) t += part[w * kCols + tid];
       m[c0 + tid] = t;
-      if (split) table[g * (M + 1) + c0 + tid] = t;
     }
     __syncthreads();
   }
-  if (split) {
-    // The row's last block adds every slice's sums, in slice order.
-    if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G * Z))) return;
-    if constexpr (kMixSplits * (M + 1) * 4 <= kGatherBytes) {
-      // Every slice's sums in one round trip through L2 (a thread a value), then the adds.
-      __shared__ float gathered[kMixSplits * (M + 1)];
-      for (int i = tid; i < G * (M + 1); i += kThreads) gathered[i] = __ldcg(table + i);
-      __syncthreads();
-      for (int i = tid; i <= M; i += kThreads) {
-        float t = 0.0f;
-        for (int s = 0; s < G; ++s) t += gathered[s * (M + 1) + i];
-        if (i < M) m[i] = t;
-        else sumsq = t;
-      }
-    } else {  // wide mixes (S > 4): the same adds, straight from L2
-      for (int i = tid; i <= M; i += kThreads) {
-        float t = 0.0f;
-        for (int s = 0; s < G; ++s) t += __ldcg(table + s * (M + 1) + i);
-        if (i < M) m[i] = t;
-        else sumsq = t;
-      }
+  if (G > 1) {
+    // Hand this slice's sums over; the row's last block adds every slice's, in slice order.
+    float* table = g_sums<M> + static_cast<long long>(r) * kMixSplits * (M + 1);
+    for (int i = tid; i <= M; i += kThreads) table[g * (M + 1) + i] = i < M ? m[i] : sumsq;
+    if (!last_block_of_row(&g_finished[r], static_cast<unsigned>(G))) return;
+    // Every slice's sums in one round trip through L2 (a thread a value), then the adds in slice order.
+    __shared__ float gathered[kMixSplits * (M + 1)];
+    for (int i = tid; i < G * (M + 1); i += kThreads) gathered[i] = __ldcg(table + i);
+    __syncthreads();
+    for (int i = tid; i <= M; i += kThreads) {
+      float t = 0.0f;
+      for (int s = 0; s < G; ++s) t += gathered[s * (M + 1) + i];
+      if (i < M) m[i] = t;
+      else sumsq = t;
     }
     __syncthreads();
   }
+  // Warp 0 finishes the row: each lane the columns k ≡ lane (mod 32), then the Sinkhorn passes.
   if (tid >= 32) return;
-  finish_row<S, format_base, format_scale>(m, sumsq, W, base, scale, sinkhorn_iters, eps, hc_eps, result, o, lane);
+  const float rho = 1.0f / sqrtf(__fdiv_rn(sumsq, static_cast<float>(W)) + eps);  // the same bits in every lane
+  auto base_at = [&](long long i) { return weight_at<format_base>(base, i); };
+  auto scale_at = [&](long long i) { return weight_at<format_scale>(scale, i); };
+  for (long long k = lane; k < M; k += 32) {
+    const float mk = __fmul_rn(m[k], rho);
+    if (k < S) result[k] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(scale_at(0), mk), base_at(k))), hc_eps);
+    else if (k < 2 * S) result[k] = __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(scale_at(1), mk), base_at(k))));
+    else result[k] = __fadd_rn(__fmul_rn(scale_at(2), mk), base_at(k));
+  }
+  if constexpr (S * S <= 32) sinkhorn_lanes<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
+  else sinkhorn<S>(result + 2 * S, sinkhorn_iters, hc_eps, lane);
+  for (long long k = lane; k < M; k += 32) o[k] = result[k];
 #endif
 }
 

@@ -94,46 +94,25 @@ CallBuilder& PhaseEmitter::with_rope(CallBuilder& b, int layer) {
 int PhaseEmitter::emit_hc_front(const std::string& p, const std::string& sublayer, const std::string& previous) {
   const ModelConfig& c = in_.config;
   const int mix = buffer("mix." + sublayer, DType::F32, {c.mix_hc});
-  // The collapse uses the previous sublayer's pre (docs/model.md §5).
-  const int prev = buffer("mix." + previous, DType::F32, {c.mix_hc});
   const std::string hc = p + "hc_" + sublayer;
-  const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
-  if (pending_post_ >= 0) {  // the previous sublayer's post, this one's mix and collapse: one call
-    DSV41_CHECK(pending_post_ == prev);  // the post's mix is the one whose pre the collapse takes
-    pending_post_ = -1;
-    add(CallBuilder("hc_step").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("sinkhorn_iters", c.hc_sinkhorn_iters)
-            .scratch("x", x_).scratch("sub", buffer("sub", DType::BF16, {c.hidden_size})).scratch("prev", prev)
-            .weight("fn", weight(hc + "_fn")).weight("base", weight(hc + "_base")).weight("scale", weight(hc + "_scale"))
-            .weight("norm", weight(p + sublayer + "_norm.weight")).real("eps", c.rms_norm_eps).real("hc_eps", c.hc_eps)
-            .scratch("next", x_next_).scratch("mix", mix).scratch("out", xn));
-    std::swap(x_, x_next_);
-    return mix;
-  }
   add(CallBuilder("hc_mix").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("sinkhorn_iters", c.hc_sinkhorn_iters)
           .scratch("x", x_).weight("fn", weight(hc + "_fn")).weight("base", weight(hc + "_base"))
           .weight("scale", weight(hc + "_scale")).real("eps", c.rms_norm_eps).real("hc_eps", c.hc_eps)
           .scratch("out", mix));
+  // The collapse uses the previous sublayer's pre (docs/model.md §5).
   add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_)
-          .scratch("mix", prev).weight("norm", weight(p + sublayer + "_norm.weight")).real("eps", c.rms_norm_eps)
-          .scratch("out", xn));
+          .scratch("mix", buffer("mix." + previous, DType::F32, {c.mix_hc}))
+          .weight("norm", weight(p + sublayer + "_norm.weight")).real("eps", c.rms_norm_eps)
+          .scratch("out", buffer("x.norm", DType::BF16, {c.hidden_size})));
   return mix;
 }
 
 void PhaseEmitter::emit_hc_post(int mix) {
-  DSV41_CHECK(pending_post_ < 0);  // every sublayer's front takes the previous post
-  pending_post_ = mix;
-}
-
-int PhaseEmitter::streams() {
-  if (pending_post_ >= 0) {
-    const ModelConfig& c = in_.config;
-    add(CallBuilder("hc_post").k("hidden", c.hidden_size).k("streams", c.hc_mult)
-            .scratch("x", x_).scratch("sub", buffer("sub", DType::BF16, {c.hidden_size})).scratch("mix", pending_post_)
-            .scratch("out", x_next_));
-    std::swap(x_, x_next_);
-    pending_post_ = -1;
-  }
-  return x_;
+  const ModelConfig& c = in_.config;
+  add(CallBuilder("hc_post").k("hidden", c.hidden_size).k("streams", c.hc_mult)
+          .scratch("x", x_).scratch("sub", buffer("sub", DType::BF16, {c.hidden_size})).scratch("mix", mix)
+          .scratch("out", x_next_));
+  std::swap(x_, x_next_);
 }
 
 std::string PhaseEmitter::block_prefix(int layer) const {

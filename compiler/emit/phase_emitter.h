@@ -88,18 +88,13 @@ class PhaseEmitter {
   void emit_head(const std::string& norm, const std::string& logits);
   // A sublayer's mHC front ("attn" or "ffn"): its mix into mix.<sublayer>, then the streams collapsed
   // with the previous sublayer's pre and normed into x.norm. Returns the mix buffer.
-  // A sublayer front right after another sublayer's end takes its hc_post too, in one hc_step call: so
-  // emit_hc_post only records the post (pending_post_), and every other reader of the streams takes them
-  // through streams(), which emits a pending post as its own hc_post call first.
   int emit_hc_front(const std::string& p, const std::string& sublayer, const std::string& previous);
   void emit_hc_post(int mix);
-  int streams();
 
   const EmitInputs& in_;
   Phase phase_;
   std::unordered_map<std::string, int> buffer_index_;
   int x_ = -1, x_next_ = -1;  // the streams ping-pong between two buffers
-  int pending_post_ = -1;     // the mix buffer of a sublayer whose hc_post is not emitted yet
   bool draft_ = false;
 };
 

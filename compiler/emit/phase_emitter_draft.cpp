@@ -12,7 +12,7 @@ void PhaseEmitter::emit_tap(int layer) {
   const auto it = std::find(ids.begin(), ids.end(), layer);
   if (it == ids.end()) return;
   const auto taps = static_cast<int64_t>(ids.size());
-  add(CallBuilder("stream_mean").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("taps", taps).statics().scratch("x", streams())
+  add(CallBuilder("stream_mean").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("taps", taps).statics().scratch("x", x_)
           .integer("tap", it - ids.begin()).scratch("out", buffer("draft.taps", DType::BF16, {taps * c.hidden_size})));
 }
 

@@ -43,10 +43,9 @@ void PhaseEmitter::emit_engram(int layer) {
   const int kv = buffer("engram.kv", DType::F32, {kv_width});
   add(CallBuilder("linear").k("in_features", width).k("out_features", kv_width).scratch("x", fetched)
           .weight("w", weight(p + "wkv.weight")).scratch("out", kv));
-  const int x = streams();
-  add(CallBuilder("engram_gate").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x).scratch("kv", kv)
+  add(CallBuilder("engram_gate").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_).scratch("kv", kv)
           .weight("q_weight", weight(p + "q_weight")).weight("k_weight", weight(p + "k_weight"))
-          .real("eps", c.rms_norm_eps).scratch("out", x));
+          .real("eps", c.rms_norm_eps).scratch("out", x_));
 }
 
 }  // namespace dsv41

@@ -49,7 +49,7 @@ void PhaseEmitter::emit_head(const std::string& norm, const std::string& logits)
   const ModelConfig& c = in_.config;
   const int64_t vocab = in_.share.vocab_rows.size();
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
-  add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", streams())
+  add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_)
           .scratch("mix", buffer("mix.ffn", DType::F32, {c.mix_hc})).weight("norm", weight(norm))
           .real("eps", c.rms_norm_eps).scratch("out", xn));
   const int local = buffer("logits.local", DType::F32, {vocab});

@@ -14,7 +14,6 @@ constexpr std::pair<std::string_view, OpFunction> kCpuOps[] = {
     {"hc_mix", op_hc_mix},
     {"hc_collapse_norm", op_hc_collapse_norm},
     {"hc_post", op_hc_post},
-    {"hc_step", op_hc_step},
     {"linear", op_linear},
     {"grouped_linear", op_grouped_linear},
     {"rmsnorm", op_rmsnorm},

@@ -17,7 +17,6 @@ Status op_hc_pre_init(const OpContext& ctx);
 Status op_hc_mix(const OpContext& ctx);
 Status op_hc_collapse_norm(const OpContext& ctx);
 Status op_hc_post(const OpContext& ctx);
-Status op_hc_step(const OpContext& ctx);
 Status op_linear(const OpContext& ctx);
 Status op_grouped_linear(const OpContext& ctx);
 Status op_rmsnorm(const OpContext& ctx);

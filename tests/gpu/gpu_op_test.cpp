@@ -68,11 +68,11 @@ constexpr int kTinyMinQuantized = 50;        // of which read an fp8_tile32 or f
 constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4, ranks 0 and 2 (and rank 0's
                                              // official-cache variants)
 constexpr int kReleaseMinQuantized = 7;
-// rope: its release shapes take a path the tiny's do not (several blocks a row); hc_collapse_norm and
-// hc_step at the release width.
+// rope: its release shapes take a path the tiny's do not (several blocks a row); hc_collapse_norm at the
+// release width.
 const std::set<std::string> kReleaseOps = {"moe_experts", "shared_expert", "sparse_attention", "index_select",
                                            "compress",    "linear",        "hc_mix",           "router",
-                                           "rope",        "hc_collapse_norm", "hc_step"};
+                                           "rope",        "hc_collapse_norm"};
 
 // ---- the summary ----
 
