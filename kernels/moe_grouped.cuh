@@ -21,8 +21,8 @@
 // take its experts' jobs side by side (split K, summed in slice order, only while there are fewer jobs
 // than warps). Steps with few items or many jobs split them further over blocks (kernels/moe_slices.cuh):
 // phase 1 items into K slices while there are few (the release share's shared expert), phase 2 items into
-// sets of at most 8 jobs (no warp runs two jobs in turn); an item's last part to finish sums the parts in
-// a fixed order.
+// sets of at most 8 jobs (no warp runs two jobs in turn), and a small last round's items of either phase
+// into parts; an item's last part to finish sums the parts in a fixed order.
 #pragma once
 
 #include "gemv_mma.cuh"
@@ -33,7 +33,6 @@
 namespace dsv41k {
 namespace moe_grouped {
 
-constexpr int kMoeBlocks = 264;  // blocks of the grouped launch (two per H200 SM)
 constexpr int kWarps = 8;
 // Static shared memory of the grouped path (Tables: the pair tables, the partials, the claimed item), which
 // the entries overlay on the per-row path's row and activation (common/kernel_launch_moe.cpp mirrors it).
@@ -140,14 +139,19 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
   // to bf16 already); otherwise as f32 for the CUDA-core products.
   // Variants with tensor cores compile no CUDA-core products (NVRTC time): shapes they cannot take
   // (never for whole 128-column expert shares and aligned buffers) go to the caller's per-row path.
-  int s1 = 1, sets = 1;  // slices of a phase 1 item, job sets of a phase 2 item (kernels/moe_slices.cuh)
+  // Tickets (kernels/moe_slices.cuh): phase 1's items [0, sp1.whole) whole, the rest as sp1.parts K slices;
+  // phase 2's items [0, sp2.whole) as `sets` sets of at most kWarps jobs, the rest as sp2.parts sets.
+  Split sp1{groups1, 1}, sp2{static_cast<unsigned>(G2), 1};
+  int sets = 1;
   if constexpr (kMma) {
     if (!x_chunks || !a_chunks) return false;
-    s1 = phase1_slices(groups1, pairs.jobs == leads, kblocks_of<fw1>(D), kWarps);
+    sp1 = phase1_split(groups1, pairs.jobs == leads, kblocks_of<fw1>(D), kWarps);
     sets = (pairs.jobs + kWarps - 1) / kWarps;
     if (sets < 1) sets = 1;
+    sp2 = phase2_split(static_cast<unsigned>(G2), pairs.jobs, kWarps);
   }
-  const unsigned n1 = groups1 * s1, total = n1 + static_cast<unsigned>(G2 * sets);
+  const unsigned n1 = sp1.whole + (groups1 - sp1.whole) * sp1.parts, n2w = sp2.whole * sets;
+  const unsigned total = n1 + n2w + (static_cast<unsigned>(G2) - sp2.whole) * sp2.parts;
   float* act = g_act<static_cast<long long>(P) * F>;
   unsigned short* act16 = reinterpret_cast<unsigned short*>(act);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
@@ -163,8 +167,11 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
     if (item >= total) break;
     if (threadIdx.x == 0) next = atomicAdd(&g_ticket, 1u);
     if (item < n1) {  // phase 1: act of 16 columns of one expert for all its pairs (one K slice of them)
-      const unsigned group = item / s1;
-      const int slice = static_cast<int>(item % s1);
+      // A sliced item's tickets: `sliced` counts them from the first sliced one (its tables' index).
+      const bool whole = item < sp1.whole;
+      const unsigned sliced = whole ? 0u : item - sp1.whole;
+      const unsigned group = whole ? item : sp1.whole + sliced / sp1.parts;
+      const int s1 = whole ? 1 : sp1.parts, slice = whole ? 0 : static_cast<int>(sliced % sp1.parts);
       const int li = static_cast<int>(group % leads), col0 = static_cast<int>(group / leads) * C;
       const int e = pairs.expert[pairs.lead[li]];
       const Weight w1 = pick(w1l, w1s, e), w3 = pick(w3l, w3s, e);
@@ -172,7 +179,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
       bool finished = true;  // this block completes the item (its only or its last slice)
       if constexpr (kMma) {
         // Warps 0-3 take w1 (gate), 4-7 w3 (up), each a K slice of 4·s1; each half summed in warp order.
-        float* mine = g_part1 + static_cast<long long>(item) * 2 * T;
+        float* mine = g_part1 + static_cast<long long>(sliced) * 2 * T;
         for (int mb = 0; mb < count; mb += RB) {
           const int nm = count - mb < RB ? count - mb : RB;
           const int* mem = pairs.member + m0 + mb;
@@ -188,7 +195,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
             float g = 0.0f, u = 0.0f;
             for (int k = 0; k < H; ++k) g += red[k * T + t];
             for (int k = H; k < kWarps; ++k) u += red[k * T + t];
-            if (s1 > 1) {  // one tile of members (phase1_slices): the slice's partials
+            if (s1 > 1) {  // one tile of members (phase1_split): the slice's partials
               mine[t] = g;
               mine[T + t] = u;
               continue;
@@ -202,9 +209,9 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
           __syncthreads();
         }
         if (s1 > 1) {
-          finished = last_block_of_row(&g_count1[group], static_cast<unsigned>(s1));
+          finished = last_block_of_row(&g_count1[group - sp1.whole], static_cast<unsigned>(s1));
           if (finished) {
-            const float* all = g_part1 + static_cast<long long>(group) * s1 * 2 * T;
+            const float* all = g_part1 + static_cast<long long>(group - sp1.whole) * s1 * 2 * T;
             for (int t = threadIdx.x; t < T; t += blockDim.x) {
               const int c = t / RB, m = t % RB;
               if (m >= count || col0 + c >= F) continue;
@@ -256,8 +263,13 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
       // Item (group of 16 dims, job set): sets of at most kWarps jobs, so no warp takes two jobs one after
-      // the other while others idle; one set: the whole item.
-      const int group = static_cast<int>(item - n1) / sets, set = static_cast<int>(item - n1) % sets;
+      // the other while others idle; one set: the whole item. The last round's items: nsets sets of `per`.
+      const unsigned i2 = item - n1;
+      const bool whole = i2 < n2w;
+      const int nsets = whole ? sets : sp2.parts;
+      const int group = static_cast<int>(whole ? i2 / sets : sp2.whole + (i2 - n2w) / sp2.parts);
+      const int set = static_cast<int>(whole ? i2 % sets : (i2 - n2w) % sp2.parts);
+      const int per = whole ? kWarps : (pairs.jobs + nsets - 1) / nsets;
       const int d0 = group * C;
       // Thread 0 alone polls (a plain load, not an atomic), then the block barrier.
       if (threadIdx.x == 0) {
@@ -269,7 +281,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
       if constexpr (kMma) {
         // The set's jobs side by side, split K only while there are fewer jobs than warps; each job's tile
         // sums straight into part when one warp holds it, else through red in slice order.
-        const int jb = set * kWarps, je = pairs.jobs < jb + kWarps ? pairs.jobs : jb + kWarps, nj = je - jb;
+        const int jb = set * per, je = pairs.jobs < jb + per ? pairs.jobs : jb + per, nj = je - jb;
         const int split = nj <= 0 || nj >= kWarps ? 1 : kWarps / nj;
         // Warp w: job jb + w / split, K slice w % split. One mma_tile call site
         // (each inlined copy costs registers: two copies took the shared expert from 128 to 162).
@@ -294,7 +306,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
         // Split jobs: their slices summed in slice order into part. Several sets: the set's pairs also into
         // the group's table, and the group's last set gathers every pair from it.
         float* table = g_part2<static_cast<long long>(G2) * C * P> + static_cast<long long>(group) * C * P;
-        if (split > 1 || sets > 1)
+        if (split > 1 || nsets > 1)
           for (int i = threadIdx.x; i < nj * T; i += blockDim.x) {
             const int jj = jb + i / T, t = i % T, dl = t / RB, m = t % RB;
             const int li = pairs.job[jj] >> 16, m0 = pairs.start[li] + (pairs.job[jj] & 65535);
@@ -305,11 +317,11 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
               for (int k = 0; k < split; ++k) sum += red[((jj - jb) * split + k) * T + t];
               *v = sum;
             }
-            if (sets > 1) table[v - part] = *v;
+            if (nsets > 1) table[v - part] = *v;
           }
-        if (sets > 1) {
+        if (nsets > 1) {
           const int np = static_cast<int>(rows) * KK;
-          finished = last_block_of_row(&g_count2<G2>[group], static_cast<unsigned>(sets));
+          finished = last_block_of_row(&g_count2<G2>[group], static_cast<unsigned>(nsets));
           if (finished)
             for (int i = threadIdx.x; i < C * np; i += blockDim.x)
               if (pairs.expert[i % np] >= 0) part[(i / np) * P + i % np] = __ldcg(table + (i / np) * P + i % np);

@@ -10,6 +10,7 @@ namespace moe_grouped {
 
 constexpr int kMoeRows = 16;  // the largest row count served grouped; larger phases run a block a row
 constexpr int kMoeCols = 16;  // activation columns (phase 1) or output dims (phase 2) of a work item
+constexpr int kMoeBlocks = 264;  // blocks of the grouped launch (two per H200 SM)
 
 // The shared bytes of Pairs<P> (kernels/moe_grouped.cuh shared_bytes, common/kernel_launch_moe.cpp).
 __device__ constexpr long long pairs_bytes(long long pairs) { return 4 * (5 * pairs + 3); }
