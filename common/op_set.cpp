@@ -29,6 +29,8 @@ std::vector<OpSpec> build_specs() {
       {"grouped_linear", {"groups", "in_per_group", "out_per_group"}, {{"x", S}, {"w", W}, {"out", S}}},
       {"rmsnorm", {"width"}, {{"x", S}, {"w", W}, {"eps", F}, {"out", S}}},
       {"rope", {"heads", "head_dim", "rope_dim", "inverse"}, with_rope({{"statics", SX}, {"x", S}, {"out", S}})},
+      {"rmsnorm_rope", {"width", "rope_dim"},
+       with_rope({{"statics", SX}, {"x", S}, {"w", W}, {"eps", F}, {"out", S}})},
       {"compress", {"ratio", "head_dim", "index_head_dim", "rope_dim"},
        with_rope({{"statics", SX}, {"raw", S}, {"gate", S, true}, {"norm", W}, {"wk", W}, {"k_norm", W},
                   {"eps", F}, {"tail", ST, true}, {"cache", ST}, {"index_cache", ST}})},

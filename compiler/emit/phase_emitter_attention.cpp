@@ -40,12 +40,10 @@ int PhaseEmitter::emit_window_kv(const std::string& p, int layer, int x) {
   const int kva = buffer("kv.raw", DType::F32, {c.head_dim}), kv = buffer("kv", DType::BF16, {c.head_dim});
   add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", x)
           .weight("w", weight(p + "attn.wkv.weight")).scratch("out", kva));
-  add(CallBuilder("rmsnorm").k("width", c.head_dim).scratch("x", kva).weight("w", weight(p + "attn.kv_norm.weight"))
-          .real("eps", c.rms_norm_eps).scratch("out", kv));
-  CallBuilder rope_kv("rope");
-  rope_kv.k("heads", 1).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
-      .scratch("x", kv).scratch("out", kv);
-  add(with_rope(rope_kv, layer));
+  CallBuilder norm_rope("rmsnorm_rope");  // kv_norm, then rope (one launch: docs/ops.md "rmsnorm_rope")
+  norm_rope.k("width", c.head_dim).k("rope_dim", c.qk_rope_head_dim).statics().scratch("x", kva)
+      .weight("w", weight(p + "attn.kv_norm.weight")).real("eps", c.rms_norm_eps).scratch("out", kv);
+  add(with_rope(norm_rope, layer));
   return kv;
 }
 

@@ -21,6 +21,7 @@ Status op_linear(const OpContext& ctx);
 Status op_grouped_linear(const OpContext& ctx);
 Status op_rmsnorm(const OpContext& ctx);
 Status op_rope(const OpContext& ctx);
+Status op_rmsnorm_rope(const OpContext& ctx);
 Status op_compress(const OpContext& ctx);
 Status op_index_select(const OpContext& ctx);
 Status op_sparse_attention(const OpContext& ctx);
