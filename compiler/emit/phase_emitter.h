@@ -71,7 +71,9 @@ class PhaseEmitter {
   void emit_compressor(const std::string& p, int layer);
   void emit_indexer(const std::string& p, int layer);
   void emit_attention_output(const std::string& p, int layer);
-  // Inverse RoPE of `out`, wo_a, wo_b and the exchange into `sub`: the end of every attention sublayer.
+  // Inverse RoPE of the attention output `out` in place (block_attention's; sparse_attention rotates inside).
+  void emit_inverse_rope(int layer, int out);
+  // wo_a, wo_b and the exchange into `sub`: the end of every attention sublayer.
   void emit_attention_projection(const std::string& p, int layer, int out);
   // `layer` counts the draft blocks on from num_hidden_layers (the release's logical ids 40-42).
   void emit_ffn(int layer);

@@ -105,26 +105,32 @@ void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
   const int kv = buffer("kv", DType::BF16, {c.head_dim}), out = buffer("attn.out", DType::BF16, {width});
   CallBuilder b("sparse_attention");
   b.k("heads", heads).k("head_dim", c.head_dim).k("window", c.sliding_window).k("topk", role.ratio > 0 ? c.index_topk : 0)
-      .statics().scratch("q", buffer("q.heads", DType::F32, {width})).scratch("kv", kv).state("ring", state(s + "ring"));
+      .k("rope_dim", c.qk_rope_head_dim).statics().scratch("q", buffer("q.heads", DType::F32, {width}))
+      .scratch("kv", kv).state("ring", state(s + "ring"));
   if (role.ratio > 0)
     b.state("cache", state("L" + std::to_string(role.kv_layer) + ".cache"))
         .scratch("selected", buffer("selected", DType::I32, {c.index_topk}));
+  // The output's inverse rope is the op's (docs/ops.md "sparse_attention"): no rope call after it.
   b.weight("sink", weight(p + "attn.attn_sink")).real("scale", 1.0 / std::sqrt(static_cast<double>(c.head_dim)))
       .scratch("out", out);
-  add(b);
+  add(with_rope(b, layer));
   // The ring is written after attention: this step's rows are read from `kv` directly.
   add(CallBuilder("window_store").k("window", c.sliding_window).k("head_dim", c.head_dim).statics().scratch("kv", kv)
           .state("ring", state(s + "ring")));
   emit_attention_projection(p, layer, out);
 }
 
+void PhaseEmitter::emit_inverse_rope(int layer, int out) {
+  const ModelConfig& c = in_.config;
+  CallBuilder inverse("rope");
+  inverse.k("heads", static_cast<int64_t>(in_.share.heads.size())).k("head_dim", c.head_dim)
+      .k("rope_dim", c.qk_rope_head_dim).k("inverse", 1).statics().scratch("x", out).scratch("out", out);
+  add(with_rope(inverse, layer));
+}
+
 void PhaseEmitter::emit_attention_projection(const std::string& p, int layer, int out) {
   const ModelConfig& c = in_.config;
-  const int64_t heads = in_.share.heads.size(), groups = in_.share.groups.size();
-  CallBuilder inverse("rope");
-  inverse.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 1).statics()
-      .scratch("x", out).scratch("out", out);
-  add(with_rope(inverse, layer));
+  const int64_t groups = in_.share.groups.size();
   const int z = buffer("attn.groups", DType::BF16, {groups * c.o_lora_rank});
   add(CallBuilder("grouped_linear").k("groups", groups).k("in_per_group", c.group_width).k("out_per_group", c.o_lora_rank)
           .scratch("x", out).weight("w", weight(p + "attn.wo_a.weight")).scratch("out", z));

@@ -50,6 +50,7 @@ void PhaseEmitter::emit_draft_attention(int layer) {
           .state("ring", state("D" + std::to_string(layer - c.num_hidden_layers) + ".ring"))
           .weight("sink", weight(p + "attn.attn_sink")).real("scale", 1.0 / std::sqrt(static_cast<double>(c.head_dim)))
           .scratch("out", out));
+  emit_inverse_rope(layer, out);
   emit_attention_projection(p, layer, out);
   emit_hc_post(mix);
 }

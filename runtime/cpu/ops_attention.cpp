@@ -31,6 +31,8 @@ Status op_sparse_attention(const OpContext& ctx) {
   DSV41_TRY(check_presence(ctx, "cache", topk > 0, "present iff topk > 0"));
   DSV41_TRY(check_presence(ctx, "selected", topk > 0, "present iff topk > 0"));
   DSV41_ASSIGN_OR_RETURN(const AttentionArgs a, attention_args(ctx));
+  DSV41_TRY(check_constant(ctx, "rope_dim", 0, a.dh));
+  DSV41_ASSIGN_OR_RETURN(const std::vector<double> freqs, rope_from_args(ctx, ctx.constant("rope_dim")));
   const StaticsView& st = ctx.statics();
   const int64_t heads = a.heads, dh = a.dh, window = a.window, rows = st.rows;
   const TensorView &q = a.q, &kv = a.kv, &out = a.out;
@@ -92,6 +94,13 @@ Status op_sparse_attention(const OpContext& ctx) {
 
     read_floats(q, r * heads * dh, heads * dh, qr.data());
     attend(qr.data(), keys.data(), count, heads, dh, sink, scale, o.data());
+    // The inverse rope of every head (undoing V's rotation) after the output's rounding: what the rope
+    // op did to the stored output before it was folded in here.
+    for (int64_t h = 0; h < heads; ++h) {
+      float* oh = o.data() + h * dh;
+      for (int64_t d = 0; d < dh; ++d) oh[d] = round_if(rounds(out), oh[d]);
+      rope_rotate(oh, dh, freqs, p, true);
+    }
     write_floats(out, r * heads * dh, heads * dh, o.data());
     return Status::ok();
   });
