@@ -27,9 +27,9 @@
 // head finds the splits' weights (a lane a split), then every thread sums its outputs' partials with
 // several outputs' and splits' loads in flight at once.
 //
-// RoPE (docs/ops.md "sparse_attention"): the output's last rope_dim dims of every head are rotated by −θ
-// after its rounding, as it is stored (a thread holds output pairs). The cos/sin table is the row's
-// (kernels/rope.cuh's bits).
+// RoPE (docs/ops.md "sparse_attention"): q arrives before its rope; the last rope_dim dims of every head
+// are rotated by +θ in shared memory before the first logits, and the output's by −θ after its rounding,
+// as it is stored (a thread holds output pairs). The cos/sin table is the row's (kernels/rope.cuh's bits).
 //
 // Numerics: not the CPU's bits (fp32 sums in another order, fused multiply-adds, expf); within the op
 // test's tolerances. A DT_PACKED ring and cache (the official cache format, kernels/cache_rows.cuh):
@@ -176,7 +176,8 @@ __device__ __forceinline__ void each_acc(const float (&acc)[kMaxGroup][P][2], in
 namespace entry {
 
 template <long long heads, long long head_dim, long long window, long long topk, long long rope_dim,
-          long long many_rows, int dtype_kv, int dtype_ring, int dtype_cache, int format_sink, int dtype_out>
+          long long many_rows, int dtype_q, int dtype_kv, int dtype_ring, int dtype_cache, int format_sink,
+          int dtype_out>
 __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Errors errors, Scratch q, Scratch kv,
                                                  State ring, Int ring_rows, State cache, Int cache_rows,
                                                  Scratch selected, Weight sink, Real scale, Scratch out, Real theta,
@@ -188,6 +189,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
                 "head_dim out of range (registers: 2 dims of 8 heads a thread a pass)");
   static_assert(window >= 1 && topk >= 0 && window + topk <= (1ll << 30), "window >= 1, topk >= 0");
   static_assert(dtype_kv == DT_F32 || dtype_kv == DT_BF16, "kv is an act buffer");
+  static_assert(dtype_q == dtype_kv, "q is an act buffer (the query before its rope)");
   constexpr bool kPacked = dtype_ring == DT_PACKED;
   static_assert((kPacked || dtype_ring == dtype_kv) && dtype_out == dtype_kv, "one call's activations share a dtype");
   static_assert(topk > 0 ? dtype_cache == (kPacked ? DT_PACKED : dtype_kv) : dtype_cache == -1,
@@ -204,7 +206,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
   // the shape; the CUDA-core path below is then a discarded branch, so neither its registers nor its
   // __device__ partials (g_acc, about 8 MB at Dh 512) come with them, and the other way round.
   if constexpr (many_rows && sparse_attention_prefill::takes(dtype_kv, dtype_ring, head_dim)) {
-    return sparse_attention_prefill::attend<H, Dh, Wn, K, static_cast<int>(rope_dim), format_sink>(
+    return sparse_attention_prefill::attend<H, Dh, Wn, K, static_cast<int>(rope_dim), dtype_q, format_sink>(
         rows, statics, errors, q, kv, ring, ring_rows, cache, cache_rows, selected, sink, scale, out, rope_args);
   } else {
     constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
@@ -252,10 +254,13 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
       if (row_state != ROW_INACTIVE && tid == 0 && s == 0) report_error(errors, row_state);
       return zero_out();
     }
-    // The last warp computes the row's rope table (an fp64 chain) while the first finds the keys; the
-    // tile loop's barriers publish it before the output needs it.
+    // The row's rope table (+θ: q's rope; −θ: the output's) is an fp64 chain: the last warp computes it
+    // while the first finds the first tile's keys (their loads overlap it), and q is rotated in shared
+    // memory after the barrier that publishes both (`roped`: block-uniform). Computing it after the
+    // key loads were issued instead held those loads' registers across the chain: 181 registers.
     if (tid >= kThreads - 32 && tid - (kThreads - 32) < RP)
       rope_detail::table_entry(rope_args, rope_dim, tid - (kThreads - 32), row_position(statics, r), rope_cs, rope_sn);
+    bool roped = false;
     // Output pair (d, d + 1) of head h0 + g: b(v), then the inverse rope (−θ) on the last rope_dim dims.
     auto put = [&](int g, int d, float v0, float v1) {
       float a = round_as<dtype_out>(v0), b = round_as<dtype_out>(v1);
@@ -269,7 +274,7 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
 
     for (int i = tid; i < gc * Dp; i += kThreads) {
       const int d = i % Dp;
-      qs[i] = d < Dh ? static_cast<const float*>(q)[(r * H + h0 + i / Dp) * Dh + d] : 0.0f;
+      qs[i] = d < Dh ? load<dtype_q>(q, (r * H + h0 + i / Dp) * Dh + d) : 0.0f;
     }
     if (tid < kMaxGroup) run_max[tid] = kNegInf, run_sum[tid] = 0.0f;
     float acc[kMaxGroup][kPairs][2];
@@ -295,6 +300,14 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
         live = kind != KEY_NONE;
       }
       if (!__syncthreads_or(live)) continue;
+      if (!roped) {  // q's rope, in place (pair i of every head of the group); read after the next barrier
+        constexpr int O = Dh - static_cast<int>(rope_dim);
+        for (int u = tid; u < gc * RP; u += kThreads) {
+          float* e = qs + (u / RP) * Dp + O + 2 * (u % RP);
+          rope_detail::rotate_pair(e[0], e[1], rope_cs[u % RP], rope_sn[u % RP], e[0], e[1]);  // e, f by value
+        }
+        roped = true;
+      }
       // The tile's keys as fp32 rows: kBatch loads a thread in flight, then their decoding.
       for (int b0 = 0; b0 < kTile * kUnits; b0 += kBatch * kThreads) {  // kTile·kUnits is a multiple of 32
         KeyBits<Dh, dtype_kv> bits[kBatch];

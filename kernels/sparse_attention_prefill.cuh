@@ -11,10 +11,10 @@
 // (R, ⌈H/16⌉, 1), 256 threads, shared_bytes(Dh) of dynamic shared memory (the host's copy:
 // common/kernel_launch_attention.cpp prefill_shared).
 //
-// RoPE (rope_dim RD): the output is rounded to bf16, rotated back (−θ) and stored; the row's cos/sin
-// table is the last warp's.
+// RoPE (rope_dim RD): q's rope pairs are rotated (+θ, fp32) as the fragments are built, and the output
+// is rounded to bf16, rotated back (−θ) and stored; the row's cos/sin table comes first (the last warp).
 //
-// Numerics. q is f32: each value is split exactly into bf16 hi + bf16 lo (|q − hi − lo| ≤ 2⁻¹⁷|q|), and
+// Numerics. q is f32 after its rope: each value is split exactly into bf16 hi + bf16 lo (|q − hi − lo| ≤ 2⁻¹⁷|q|), and
 // the logits are two MMAs (hi·k + lo·k) with fp32 accumulation, so they are fp32 dots up to that split
 // (the keys are bf16 already). Each warp sums its 16-dimension units (w, w + 8, ...); the eight parts
 // are added in a fixed order (warp w + warp w+4, then the four in order): no result depends on timing.
@@ -97,7 +97,7 @@ __device__ __forceinline__ void load_tile(unsigned short* tile, const char* cons
 }
 
 // One block: row r, heads h0 .. h0 + gc − 1 (gc ≤ kHeads).
-template <int H, int Dh, int Wn, int K, int RD, int format_sink>
+template <int H, int Dh, int Wn, int K, int RD, int dtype_q, int format_sink>
 __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors, Scratch q, Scratch kv, State ring,
                                        Int ring_rows, State cache, Int cache_rows, Scratch selected, Weight sink,
                                        Real scale, Scratch out, const rope_detail::RopeArgs& rope_args) {
@@ -131,11 +131,11 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
     for (int i = tid; i < gc * Dh; i += kThreads) outs[(r * H + h0) * Dh + i] = 0;
     return;
   }
-  // The row's rope table (+θ) for the output's inverse rope, by the last warp; the tile loop's barriers
-  // (or the one before the store) publish it.
+  // The row's rope table (+θ: q's rope as the fragments are built; −θ: the output's), by the last warp.
   __shared__ float rope_cs[RD > 0 ? RD / 2 : 1], rope_sn[RD > 0 ? RD / 2 : 1];
   if (warp == kWarps - 1 && lane < RD / 2)
     rope_detail::table_entry(rope_args, RD, lane, row_position(statics, r), rope_cs, rope_sn);
+  __syncthreads();
 
   // This warp's k-steps (16 dimensions each: w, w + 8, ...) of the 16 heads' queries as hi/lo A fragments.
   unsigned qhi[kMine][4], qlo[kMine][4];
@@ -146,8 +146,14 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
     for (int a = 0; a < 4; ++a) {  // a0: (g, 2t), a1: (g + 8, 2t), a2: (g, 2t + 8), a3: (g + 8, 2t + 8)
       const int head = g + 8 * (a & 1), d = k0 + 2 * t + 8 * (a >> 1);
       float2 v = make_float2(0.0f, 0.0f);
-      if (head < gc && k0 < Dh)
-        v = *reinterpret_cast<const float2*>(static_cast<const float*>(q) + (r * H + h0 + head) * Dh + d);
+      if (head < gc && k0 < Dh) {  // q's pair (d, d + 1), rotated when it is a rope pair
+        const long long at = (r * H + h0 + head) * Dh + d;
+        v = make_float2(load<dtype_q>(q, at), load<dtype_q>(q, at + 1));
+        if (d >= Dh - RD) {
+          const int i = (d - (Dh - RD)) >> 1;
+          rope_detail::rotate_pair(v.x, v.y, rope_cs[i], rope_sn[i], v.x, v.y);  // e, f by value
+        }
+      }
       const float hx = bf16_round(v.x), hy = bf16_round(v.y);
       qhi[i][a] = pack_bf16(hx, hy);
       qlo[i][a] = pack_bf16(v.x - hx, v.y - hy);

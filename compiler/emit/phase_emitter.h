@@ -65,7 +65,9 @@ class PhaseEmitter {
   void emit_attention(int layer);
   // The streams' buffers, the embedding into all of them and the one-hot first pre.
   void emit_embed();
-  void emit_query_and_window(const std::string& p, int layer);
+  // q.heads.bf16 = q_lora·wq_bᵀ (then q.heads = its rope when `rope_query`: block_attention reads that;
+  // sparse_attention rotates q itself), and the window row kv.
+  void emit_query_and_window(const std::string& p, int layer, bool rope_query);
   // The window row kv = rope(RMSNorm(x·wkvᵀ, kv_norm)) of `p`'s attention from buffer `x`; returns "kv".
   int emit_window_kv(const std::string& p, int layer, int x);
   void emit_compressor(const std::string& p, int layer);

@@ -9,14 +9,14 @@ void PhaseEmitter::emit_attention(int layer) {
   const ModelConfig& c = in_.config;
   const std::string p = "layers." + std::to_string(layer) + ".";
   const int mix = emit_hc_front(p, "attn", "ffn");
-  emit_query_and_window(p, layer);
+  emit_query_and_window(p, layer, false);
   if (c.layers[layer].kv_source) emit_compressor(p, layer);
   if (c.layers[layer].index_source) emit_indexer(p, layer);
   emit_attention_output(p, layer);
   emit_hc_post(mix);
 }
 
-void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
+void PhaseEmitter::emit_query_and_window(const std::string& p, int layer, bool rope_query) {
   const ModelConfig& c = in_.config;
   const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
@@ -25,13 +25,16 @@ void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
           .weight("w", weight(p + "attn.wq_a.weight")).scratch("out", qa));
   add(CallBuilder("rmsnorm").k("width", c.q_lora_rank).scratch("x", qa).weight("w", weight(p + "attn.q_norm.weight"))
           .real("eps", c.rms_norm_eps).scratch("out", qr));
-  const int qb = buffer("q.heads.bf16", DType::BF16, {width}), q = buffer("q.heads", DType::F32, {width});
+  const int qb = buffer("q.heads.bf16", DType::BF16, {width});
   add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", qr)
           .weight("w", weight(p + "attn.wq_b.weight")).scratch("out", qb));
-  CallBuilder rope_q("rope");
-  rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
-      .scratch("x", qb).scratch("out", q);
-  add(with_rope(rope_q, layer));
+  if (rope_query) {
+    const int q = buffer("q.heads", DType::F32, {width});
+    CallBuilder rope_q("rope");
+    rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
+        .scratch("x", qb).scratch("out", q);
+    add(with_rope(rope_q, layer));
+  }
   emit_window_kv(p, layer, xn);
 }
 
@@ -105,12 +108,12 @@ void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
   const int kv = buffer("kv", DType::BF16, {c.head_dim}), out = buffer("attn.out", DType::BF16, {width});
   CallBuilder b("sparse_attention");
   b.k("heads", heads).k("head_dim", c.head_dim).k("window", c.sliding_window).k("topk", role.ratio > 0 ? c.index_topk : 0)
-      .k("rope_dim", c.qk_rope_head_dim).statics().scratch("q", buffer("q.heads", DType::F32, {width}))
+      .k("rope_dim", c.qk_rope_head_dim).statics().scratch("q", buffer("q.heads.bf16", DType::BF16, {width}))
       .scratch("kv", kv).state("ring", state(s + "ring"));
   if (role.ratio > 0)
     b.state("cache", state("L" + std::to_string(role.kv_layer) + ".cache"))
         .scratch("selected", buffer("selected", DType::I32, {c.index_topk}));
-  // The output's inverse rope is the op's (docs/ops.md "sparse_attention"): no rope call after it.
+  // q's rope and the output's inverse rope are the op's (docs/ops.md "sparse_attention").
   b.weight("sink", weight(p + "attn.attn_sink")).real("scale", 1.0 / std::sqrt(static_cast<double>(c.head_dim)))
       .scratch("out", out);
   add(with_rope(b, layer));

@@ -106,7 +106,7 @@ std::vector<float> attend_and_store(std::vector<float>& ring, int64_t ring_rows,
   FakeContext attend("sparse_attention",
                      {{"heads", 1}, {"head_dim", kHeadDim}, {"window", kWindow}, {"topk", 0}, {"rope_dim", 0}});
   attend.set_rows(rows);
-  fill(attend.add_scratch("q", DType::F32, {n, kHeadDim}), slice(q));
+  fill(attend.add_scratch("q", DType::BF16, {n, kHeadDim}), slice(q));  // q is act (kv's dtype)
   fill(attend.add_scratch("kv", DType::BF16, {n, kHeadDim}), slice(kv));
   attend.add_state("ring", DType::BF16, {ring_rows, kHeadDim}, 1);
   fill(attend.slot_state("ring", 0), ring);

@@ -2,6 +2,7 @@
 // they replaced, bit for bit (so the CPU backend's outputs, and the goldens, are unchanged).
 #include <gtest/gtest.h>
 
+#include "runtime/cpu/ops_draft.h"
 #include "tests/runtime/fake_op_context.h"
 
 namespace dsv41::cpu::testing {
@@ -17,16 +18,16 @@ struct Inputs {
 Inputs make_inputs(DType act) {
   std::mt19937 rng(31);
   const bool round = act == DType::BF16;
-  return {random_values(rng, kRows * kHeads * kDh, -2, 2), random_values(rng, kRows * kDh, -2, 2, round),
+  return {random_values(rng, kRows * kHeads * kDh, -2, 2, round), random_values(rng, kRows * kDh, -2, 2, round),
           random_values(rng, kWindow * kDh, -2, 2, round), random_values(rng, kHeads)};
 }
 
-// sparse_attention over the window (topk 0) with the given rope_dim; its output.
+// sparse_attention over the window (topk 0) with the given rope_dim (q before its rope, act); its output.
 std::vector<float> attention(const Inputs& in, DType act, int64_t rope_dim) {
   FakeContext ctx("sparse_attention",
                   {{"heads", kHeads}, {"head_dim", kDh}, {"window", kWindow}, {"topk", 0}, {"rope_dim", rope_dim}});
   ctx.set_rows(kStatics);
-  fill(ctx.add_scratch("q", DType::F32, {kRows, kHeads * kDh}), in.q);
+  fill(ctx.add_scratch("q", act, {kRows, kHeads * kDh}), in.q);
   fill(ctx.add_scratch("kv", act, {kRows, kDh}), in.kv);
   ctx.add_state("ring", act, {kWindow, kDh}, 1);
   fill(ctx.slot_state("ring", 0), in.ring);
@@ -39,22 +40,48 @@ std::vector<float> attention(const Inputs& in, DType act, int64_t rope_dim) {
   return values_of(ctx.buffer("out"));
 }
 
-TEST(CpuRopeFold, SparseAttentionsInverseRopeIsTheRopeOpOnItsOutput) {
+// The calls the fold replaced: rope (q: act → F32), the attention core over the row's window keys
+// (ring rows before the step, then this step's kv rows), the stored output, rope inverse in place.
+std::vector<float> separate_ops(const Inputs& in, DType act) {
+  FakeContext rope_q("rope", {{"heads", kHeads}, {"head_dim", kDh}, {"rope_dim", kRope}, {"inverse", 0}});
+  rope_q.set_rows(kStatics);
+  fill(rope_q.add_scratch("x", act, {kRows, kHeads * kDh}), in.q);
+  rope_q.add_scratch("out", DType::F32, {kRows, kHeads * kDh});
+  rope_q.add_rope(160000.0, 16.0, 256, 32, 1);
+  EXPECT_TRUE(rope_q.run().is_ok());
+  const std::vector<float> q = values_of(rope_q.buffer("out"));
+
+  FakeContext inverse("rope", {{"heads", kHeads}, {"head_dim", kDh}, {"rope_dim", kRope}, {"inverse", 1}});
+  inverse.set_rows(kStatics);
+  TensorView out = inverse.add_scratch("x", act, {kRows, kHeads * kDh});
+  inverse.alias_scratch("out", "x");
+  inverse.add_rope(160000.0, 16.0, 256, 32, 1);
+  std::vector<float> stored(static_cast<size_t>(kRows * kHeads * kDh), 0.0f), o(static_cast<size_t>(kHeads * kDh));
+  for (int64_t r = 0; r < 2; ++r) {  // the active rows: positions 2 and 3 of a run starting at row 0, position 2
+    std::vector<float> keys;
+    const int64_t p = kStatics[r].position;
+    for (int64_t t = 0; t <= p; ++t) {
+      const float* row = t < 2 ? in.ring.data() + t * kDh : in.kv.data() + (t - 2) * kDh;
+      keys.insert(keys.end(), row, row + kDh);
+    }
+    attend(q.data() + r * kHeads * kDh, keys.data(), p + 1, kHeads, kDh, in.sink.data(), 0.25f, o.data());
+    std::copy(o.begin(), o.end(), stored.begin() + r * kHeads * kDh);
+  }
+  fill(out, stored);  // rounds when the activations are BF16, as the attention's store did
+  EXPECT_TRUE(inverse.run().is_ok());
+  return values_of(inverse.buffer("x"));
+}
+
+TEST(CpuRopeFold, SparseAttentionRotatesQAndItsOutputAsTheRopeOpsDid) {
   for (DType act : {DType::BF16, DType::F32}) {
     const Inputs in = make_inputs(act);
-    const std::vector<float> plain = attention(in, act, 0), fused = attention(in, act, kRope);
-    FakeContext rope("rope", {{"heads", kHeads}, {"head_dim", kDh}, {"rope_dim", kRope}, {"inverse", 1}});
-    rope.set_rows(kStatics);
-    fill(rope.add_scratch("x", act, {kRows, kHeads * kDh}), plain);
-    rope.alias_scratch("out", "x");
-    rope.add_rope(160000.0, 16.0, 256, 32, 1);
-    ASSERT_TRUE(rope.run().is_ok());
-    const std::vector<float> expected = values_of(rope.buffer("x"));
+    const std::vector<float> fused = attention(in, act, kRope), expected = separate_ops(in, act),
+                             unrotated = attention(in, act, 0);
     ASSERT_EQ(fused.size(), expected.size());
     int rotated = 0;
     for (size_t i = 0; i < fused.size(); ++i) {
       EXPECT_EQ(fused[i], expected[i]) << dtype_name(act) << " element " << i;
-      rotated += fused[i] != plain[i];
+      rotated += fused[i] != unrotated[i];
     }
     EXPECT_GT(rotated, 0) << dtype_name(act);  // the rope dims did turn
   }
