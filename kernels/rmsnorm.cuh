@@ -15,6 +15,14 @@ namespace dsv41k {
 namespace rmsnorm_detail {
 constexpr int kThreads = 256;
 constexpr int kHeld = 16;  // elements a thread holds in registers at most
+
+// Zeros row r of `out` (width elements) when the row is inactive; whether it was (rmsnorm_rope's too).
+template <int dtype_out>
+__device__ __forceinline__ bool zero_inactive_row(Statics statics, long long r, Scratch out, long long width) {
+  if (row_slot(statics, r) >= 0) return false;
+  for (long long i = threadIdx.x; i < width; i += blockDim.x) store<dtype_out>(out, r * width + i, 0.0f);
+  return true;
+}
 }
 
 namespace entry {
@@ -30,10 +38,7 @@ __device__ __forceinline__ void rmsnorm(Rows rows, Statics statics, Scratch x, W
   if (r >= rows) return;
   const int tid = threadIdx.x;
   const long long off = r * width;
-  if (row_slot(statics, r) < 0) {
-    for (long long i = tid; i < width; i += T) store<dtype_out>(out, off + i, 0.0f);
-    return;
-  }
+  if (rmsnorm_detail::zero_inactive_row<dtype_out>(statics, r, out, width)) return;
   if constexpr (width <= rmsnorm_detail::kHeld * T) {
     constexpr int N = static_cast<int>((width + T - 1) / T);
     float v[N], wv[N];

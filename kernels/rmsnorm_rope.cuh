@@ -13,6 +13,7 @@
 #pragma once
 
 #include "kernel_abi.cuh"
+#include "rmsnorm.cuh"
 #include "rope.cuh"
 
 namespace dsv41k {
@@ -40,10 +41,7 @@ __device__ __forceinline__ void rmsnorm_rope(Rows rows, Statics statics, Scratch
   if (r >= rows) return;
   const int tid = threadIdx.x;
   const long long off = r * width;
-  if (row_slot(statics, r) < 0) {
-    for (long long i = tid; i < width; i += T) store<dtype_out>(out, off + i, 0.0f);
-    return;
-  }
+  if (rmsnorm_detail::zero_inactive_row<dtype_out>(statics, r, out, width)) return;
   float a[kPairs], b[kPairs], wa[kPairs], wb[kPairs];
   float sq = 0.0f;
 #pragma unroll

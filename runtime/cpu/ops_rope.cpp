@@ -31,23 +31,8 @@ Status op_rope(const OpContext& ctx) {
 Status op_rmsnorm_rope(const OpContext& ctx) {
   DSV41_TRY(check_constant(ctx, "width", 1, 1 << 24));
   DSV41_TRY(check_constant(ctx, "rope_dim", 0, ctx.constant("width")));
-  DSV41_TRY(check_statics(ctx));
-  const StaticsView& st = ctx.statics();
-  const int64_t width = ctx.constant("width"), rows = st.rows;
   DSV41_ASSIGN_OR_RETURN(const std::vector<double> freqs, rope_from_args(ctx, ctx.constant("rope_dim")));
-  DSV41_ASSIGN_OR_RETURN(TensorView x, scratch_arg(ctx, "x", Want::AnyFloat, rows * width));
-  DSV41_ASSIGN_OR_RETURN(const float* w, weight_arg(ctx, "w", width));
-  DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::Act, rows * width));
-  DSV41_TRY(check_distinct(ctx, "x", x, "out", out));
-  const auto eps = static_cast<float>(ctx.real("eps"));
-  std::vector<float> v(static_cast<size_t>(width));
-  return for_active_rows(st, {{&out, width}}, [&](int64_t r) -> Status {
-    read_floats(x, r * width, width, v.data());
-    rms_norm(v.data(), w, width, eps, rounds(out), v.data());
-    rope_rotate(v.data(), width, freqs, st.position(r), false);
-    write_floats(out, r * width, width, v.data());
-    return Status::ok();
-  });
+  return rmsnorm_rows(ctx, &freqs);
 }
 
 }  // namespace dsv41::cpu
