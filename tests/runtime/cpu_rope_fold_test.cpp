@@ -1,5 +1,5 @@
-// tests/runtime/cpu_rope_fold_test.cpp — the ropes folded into sparse_attention equal the separate rope calls
-// they replaced, bit for bit (so the CPU backend's outputs, and the goldens, are unchanged).
+// tests/runtime/cpu_rope_fold_test.cpp — the ropes folded into sparse_attention and rmsnorm_rope equal the
+// separate calls they replaced, bit for bit (so the CPU backend's outputs, and the goldens, are unchanged).
 #include <gtest/gtest.h>
 
 #include "runtime/cpu/ops_draft.h"
@@ -84,6 +84,44 @@ TEST(CpuRopeFold, SparseAttentionRotatesQAndItsOutputAsTheRopeOpsDid) {
       rotated += fused[i] != unrotated[i];
     }
     EXPECT_GT(rotated, 0) << dtype_name(act);  // the rope dims did turn
+  }
+}
+
+// rmsnorm_rope is rmsnorm into `out` followed by an in-place rope of `out`, bit for bit, in both
+// rounding modes (the emitter replaced those two calls by it: the CPU backend's outputs are unchanged).
+TEST(CpuRopeFold, RmsnormRopeIsRmsnormThenRope) {
+  const int64_t rows = 3, width = 32, rope_dim = 8;
+  std::mt19937 rng(8);
+  const std::vector<float> x = random_values(rng, rows * width, -3, 3), w = random_values(rng, width, 0.5f, 1.5f);
+  const std::vector<RowStatic> statics = {{0, 0, 7, 0}, {0, -1, 0, 0}, {0, 1, 3001, 2}};  // row 1 inactive
+  for (DType act : {DType::BF16, DType::F32}) {
+    FakeContext norm("rmsnorm", {{"width", width}});
+    norm.set_rows(statics);
+    fill(norm.add_scratch("x", DType::F32, {rows, width}), x);
+    norm.add_weight("w", {width}, w);
+    norm.add_float("eps", 1e-6);
+    norm.add_scratch("out", act, {rows, width});
+    ASSERT_TRUE(norm.run().is_ok());
+    FakeContext rope("rope", {{"heads", 1}, {"head_dim", width}, {"rope_dim", rope_dim}, {"inverse", 0}});
+    rope.set_rows(statics);
+    fill(rope.add_scratch("x", act, {rows, width}), values_of(norm.buffer("out")));
+    rope.alias_scratch("out", "x");
+    rope.add_rope(160000.0, 16.0, 256, 32, 1);
+    ASSERT_TRUE(rope.run().is_ok());
+
+    FakeContext fused("rmsnorm_rope", {{"width", width}, {"rope_dim", rope_dim}});
+    fused.set_rows(statics);
+    fill(fused.add_scratch("x", DType::F32, {rows, width}), x);
+    fused.add_weight("w", {width}, w);
+    fused.add_float("eps", 1e-6);
+    fused.add_scratch("out", act, {rows, width});
+    fused.add_rope(160000.0, 16.0, 256, 32, 1);
+    ASSERT_TRUE(fused.run().is_ok());
+    const std::vector<float> expected = values_of(rope.buffer("x")), got = values_of(fused.buffer("out"));
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << dtype_name(act) << " element " << i;
+    const std::vector<float> normed = values_of(norm.buffer("out"));
+    EXPECT_NE(got[2 * width + width - 1], normed[2 * width + width - 1]);  // the rotation happened (p = 3001)
   }
 }
 
