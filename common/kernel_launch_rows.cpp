@@ -1,4 +1,4 @@
-// common/kernel_launch_rows.cpp — launches of the row-wise ops (rmsnorm, rope, window_store) and the
+// common/kernel_launch_rows.cpp — launches of the row-wise ops (rmsnorm, rope, rmsnorm_rope, window_store) and the
 // exchanges' device halves (exchange_sum, exchange_gather); the grids match the comments atop their
 // kernels/<op>.cuh.
 #include <algorithm>
@@ -25,6 +25,15 @@ Result<LaunchDims> launch_rope(const Call& call, const CallEnv& env) {
   d.grid[0] = env.rows;
   d.grid[1] = ceil_div(heads, per_block);
   return d;
+}
+
+Result<LaunchDims> launch_rmsnorm_rope(const Call& call, const CallEnv& env) {
+  constexpr int64_t kThreads = 256;  // kernels/rmsnorm_rope.cuh: one block per row, pairs in registers
+  const int64_t width = call.constant("width"), rope_dim = call.constant("rope_dim");
+  if (width % 2 != 0 || width > 8192 || rope_dim / 2 > kThreads)
+    return Status::errorf("op rmsnorm_rope: width {} (even, at most 8192) or rope_dim {} (at most {}) is above the "
+                          "kernel's limits", width, rope_dim, 2 * kThreads);
+  return one_block_per_row(env, kThreads);
 }
 
 Result<LaunchDims> launch_window_store(const Call& call, const CallEnv& env) {

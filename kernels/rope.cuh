@@ -13,11 +13,11 @@
 //
 // Launch (common/kernel_launch_rows.cpp): block 256 threads, grid (R, ceil(heads / HB)): block (r, g)
 // takes heads g·HB .. g·HB + HB − 1 of row r (heads_per_block(): about 2048 elements a block). Threads
-// 0 .. rope_dim/2 − 1 of every block first compute the row's cos/sin table in static shared memory
-// (the same bits in each block). With head_dim and O even (the model's shapes) a thread takes whole
-// pairs, kPairs of them, all loaded before any is stored (so the loads are in flight together; `out`
-// may be `x`), and an in-place call stores only the rotated pairs; other shapes stride over the
-// elements one at a time. No dynamic shared memory. A negative position of an active row reports
+// 0 .. rope_dim/2 − 1 of every block compute the row's cos/sin table in static shared memory (the
+// same bits in each block). With head_dim and O even (the model's shapes) a thread takes whole
+// pairs, kPairs of them, all loaded before the table is computed and any is stored (so the loads are
+// in flight together and behind the table's fp64 chain; `out` may be `x`), and an in-place call
+// stores only the rotated pairs; other shapes stride over the elements one at a time. No dynamic shared memory. A negative position of an active row reports
 // ERR_STATICS (the CPU op refuses it); the row is still rotated (nothing is indexed by the position).
 #pragma once
 
@@ -56,6 +56,20 @@ __device__ __forceinline__ void angle_cos_sin(double freq, long long position, b
   sincos(angle, &sd, &cd);
   c = static_cast<float>(cd);
   s = static_cast<float>(sd);
+}
+
+// The RoPE arguments of an op that rotates inside (rmsnorm_rope, sparse_attention), and entry i
+// (< rope_dim/2) of a row's table at `position`: cos and sin of +position·freq_i, as fp32.
+struct RopeArgs {
+  Real theta, yarn_factor;
+  Int yarn_original;
+  Real beta_fast, beta_slow;
+};
+__device__ __forceinline__ void table_entry(const RopeArgs& a, long long rope_dim, int i, long long position,
+                                            float* cs, float* sn) {
+  const double freq = frequency(i, rope_dim, static_cast<double>(a.theta), static_cast<double>(a.yarn_factor),
+                                a.yarn_original, static_cast<double>(a.beta_fast), static_cast<double>(a.beta_slow));
+  angle_cos_sin(freq, position, false, cs[i], sn[i]);
 }
 
 // One interleaved pair rotated in fp32 without fused multiply-add.
@@ -98,13 +112,17 @@ __device__ __forceinline__ void rope(Rows rows, Statics statics, Scratch x, Scra
   }
   const long long position = row_position(statics, r);
   if (position < 0 && tid == 0 && blockIdx.y == 0) report_error(errors, ERR_STATICS);
-  if (tid < P) {
-    const double freq = rope_detail::frequency(tid, rope_dim, static_cast<double>(theta), static_cast<double>(yarn_factor),
-                                               yarn_original, static_cast<double>(beta_fast),
-                                               static_cast<double>(beta_slow));
-    rope_detail::angle_cos_sin(freq, position, inverse == 1, cs[tid], sn[tid]);
-  }
-  __syncthreads();
+  // The row's cos/sin table: a chain of fp64 operations (about 2 µs), so the pairwise path issues its
+  // loads first and the table's latency hides behind theirs.
+  auto table = [&] {
+    if (tid < P) {
+      const double freq = rope_detail::frequency(tid, rope_dim, static_cast<double>(theta),
+                                                 static_cast<double>(yarn_factor), yarn_original,
+                                                 static_cast<double>(beta_fast), static_cast<double>(beta_slow));
+      rope_detail::angle_cos_sin(freq, position, inverse == 1, cs[tid], sn[tid]);
+    }
+    __syncthreads();
+  };
   if constexpr (kPairwise) {
     // Pair u holds elements 2u, 2u + 1 of the block; a pair is rotated (k ≥ O) or passed through whole.
     const bool in_place = dtype_x == dtype_out && x == out;
@@ -118,6 +136,7 @@ __device__ __forceinline__ void rope(Rows rows, Statics statics, Scratch x, Scra
         b[j] = load<dtype_x>(x, off + e + 1);
       }
     }
+    table();
 #pragma unroll
     for (int j = 0; j < kPairs; ++j) {
       const long long e = 2 * (tid + static_cast<long long>(j) * T), k = e % head_dim;
@@ -135,6 +154,7 @@ __device__ __forceinline__ void rope(Rows rows, Statics statics, Scratch x, Scra
       }
     }
   } else {
+    table();
     for (long long e = tid; e < n; e += T) {
       const long long k = e % head_dim;  // off is a whole head
       if (k < O) {

@@ -27,12 +27,17 @@
 // head finds the splits' weights (a lane a split), then every thread sums its outputs' partials with
 // several outputs' and splits' loads in flight at once.
 //
+// RoPE (docs/ops.md "sparse_attention"): q arrives before its rope; the last rope_dim dims of every head
+// are rotated by +θ in shared memory before the first logits, and the output's by −θ after its rounding,
+// as it is stored (a thread holds output pairs). The cos/sin table is the row's (kernels/rope.cuh's bits).
+//
 // Numerics: not the CPU's bits (fp32 sums in another order, fused multiply-adds, expf); within the op
 // test's tolerances. A DT_PACKED ring and cache (the official cache format, kernels/cache_rows.cuh):
 // ring rows are FP8 and cache rows FP4, dequantized where read; this step's rows, read from kv, are
 // rounded through the ring's FP8 format, as the ring will hold them (the CPU rounds them the same way).
 #pragma once
 
+#include "rope.cuh"
 #include "sparse_attention_prefill.cuh"
 #include "sparse_attention_rows.cuh"
 
@@ -170,32 +175,39 @@ __device__ __forceinline__ void each_acc(const float (&acc)[kMaxGroup][P][2], in
 
 namespace entry {
 
-template <long long heads, long long head_dim, long long window, long long topk, long long many_rows, int dtype_kv,
-          int dtype_ring, int dtype_cache, int format_sink, int dtype_out>
+template <long long heads, long long head_dim, long long window, long long topk, long long rope_dim,
+          long long many_rows, int dtype_q, int dtype_kv, int dtype_ring, int dtype_cache, int format_sink,
+          int dtype_out>
 __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Errors errors, Scratch q, Scratch kv,
                                                  State ring, Int ring_rows, State cache, Int cache_rows,
-                                                 Scratch selected,
-                                                 Weight sink, Real scale, Scratch out) {
+                                                 Scratch selected, Weight sink, Real scale, Scratch out, Real theta,
+                                                 Real yarn_factor, Int yarn_original, Real beta_fast,
+                                                 Real beta_slow) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(heads >= 1 && heads <= 65535, "heads out of range");
   static_assert(head_dim >= 1 && head_dim <= 2048,
                 "head_dim out of range (registers: 2 dims of 8 heads a thread a pass)");
   static_assert(window >= 1 && topk >= 0 && window + topk <= (1ll << 30), "window >= 1, topk >= 0");
   static_assert(dtype_kv == DT_F32 || dtype_kv == DT_BF16, "kv is an act buffer");
+  static_assert(dtype_q == dtype_kv, "q is an act buffer (the query before its rope)");
   constexpr bool kPacked = dtype_ring == DT_PACKED;
   static_assert((kPacked || dtype_ring == dtype_kv) && dtype_out == dtype_kv, "one call's activations share a dtype");
   static_assert(topk > 0 ? dtype_cache == (kPacked ? DT_PACKED : dtype_kv) : dtype_cache == -1,
                 "cache present iff topk > 0, in the ring's format");
   static_assert(!kPacked || head_dim % 32 == 0, "packed rows are whole groups of 32");
+  static_assert(head_dim % 2 == 0, "head_dim even: the output is stored in pairs (the inverse rope's)");
+  static_assert(rope_dim >= 0 && rope_dim <= head_dim && rope_dim % 2 == 0 && rope_dim <= 64,
+                "rope_dim even, within the head, and its table one warp's work");
   using namespace sparse_attention_detail;
+  const rope_detail::RopeArgs rope_args{theta, yarn_factor, yarn_original, beta_fast, beta_slow};
   constexpr int H = static_cast<int>(heads), Dh = static_cast<int>(head_dim), Wn = static_cast<int>(window),
                 K = static_cast<int>(topk);
   // Prefill phases' variants (many_rows: common/kernel_contract.h) take the tensor-core path where it takes
   // the shape; the CUDA-core path below is then a discarded branch, so neither its registers nor its
   // __device__ partials (g_acc, about 8 MB at Dh 512) come with them, and the other way round.
   if constexpr (many_rows && sparse_attention_prefill::takes(dtype_kv, dtype_ring, head_dim)) {
-    return sparse_attention_prefill::attend<H, Dh, Wn, K, format_sink>(
-        rows, statics, errors, q, kv, ring, ring_rows, cache, cache_rows, selected, sink, scale, out);
+    return sparse_attention_prefill::attend<H, Dh, Wn, K, static_cast<int>(rope_dim), dtype_q, format_sink>(
+        rows, statics, errors, q, kv, ring, ring_rows, cache, cache_rows, selected, sink, scale, out, rope_args);
   } else {
     constexpr int Dp = static_cast<int>(padded_dim(Dh)), kRS = Dp + 4, kUnits = Dp / 8;
     constexpr int kPairs = (Dp / 2 + kThreads - 1) / kThreads, kWarps = kThreads / 32;
@@ -217,6 +229,8 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
     __shared__ const char* key_row[kTile];
     __shared__ int key_kind[kTile];
     __shared__ int last_block;
+    constexpr int RP = static_cast<int>(rope_dim / 2);
+    __shared__ float rope_cs[RP > 0 ? RP : 1], rope_sn[RP > 0 ? RP : 1];  // the row's table (+θ)
 
     const long long r = blockIdx.x;
     const int G = (H + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
@@ -240,10 +254,27 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
       if (row_state != ROW_INACTIVE && tid == 0 && s == 0) report_error(errors, row_state);
       return zero_out();
     }
+    // The row's rope table (+θ: q's rope; −θ: the output's) is an fp64 chain: the last warp computes it
+    // while the first finds the first tile's keys (their loads overlap it), and q is rotated in shared
+    // memory after the barrier that publishes both (`roped`: block-uniform). Computing it after the
+    // key loads were issued instead held those loads' registers across the chain: 181 registers.
+    if (tid >= kThreads - 32 && tid - (kThreads - 32) < RP)
+      rope_detail::table_entry(rope_args, rope_dim, tid - (kThreads - 32), row_position(statics, r), rope_cs, rope_sn);
+    bool roped = false;
+    // Output pair (d, d + 1) of head h0 + g: b(v), then the inverse rope (−θ) on the last rope_dim dims.
+    auto put = [&](int g, int d, float v0, float v1) {
+      float a = round_as<dtype_out>(v0), b = round_as<dtype_out>(v1);
+      if (d >= Dh - static_cast<int>(rope_dim)) {
+        const int i = (d - (Dh - static_cast<int>(rope_dim))) >> 1;
+        rope_detail::rotate_pair(a, b, rope_cs[i], -rope_sn[i], a, b);  // e, f by value
+      }
+      store<dtype_out>(out, (r * H + h0 + g) * Dh + d, a);
+      store<dtype_out>(out, (r * H + h0 + g) * Dh + d + 1, b);
+    };
 
     for (int i = tid; i < gc * Dp; i += kThreads) {
       const int d = i % Dp;
-      qs[i] = d < Dh ? static_cast<const float*>(q)[(r * H + h0 + i / Dp) * Dh + d] : 0.0f;
+      qs[i] = d < Dh ? load<dtype_q>(q, (r * H + h0 + i / Dp) * Dh + d) : 0.0f;
     }
     if (tid < kMaxGroup) run_max[tid] = kNegInf, run_sum[tid] = 0.0f;
     float acc[kMaxGroup][kPairs][2];
@@ -269,6 +300,14 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
         live = kind != KEY_NONE;
       }
       if (!__syncthreads_or(live)) continue;
+      if (!roped) {  // q's rope, in place (pair i of every head of the group); read after the next barrier
+        constexpr int O = Dh - static_cast<int>(rope_dim);
+        for (int u = tid; u < gc * RP; u += kThreads) {
+          float* e = qs + (u / RP) * Dp + O + 2 * (u % RP);
+          rope_detail::rotate_pair(e[0], e[1], rope_cs[u % RP], rope_sn[u % RP], e[0], e[1]);  // e, f by value
+        }
+        roped = true;
+      }
       // The tile's keys as fp32 rows: kBatch loads a thread in flight, then their decoding.
       for (int b0 = 0; b0 < kTile * kUnits; b0 += kBatch * kThreads) {  // kTile·kUnits is a multiple of 32
         KeyBits<Dh, dtype_kv> bits[kBatch];
@@ -355,8 +394,14 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
         weights[tid][0] = wm / (fmaf(run_sum[tid], wm, expf(sk - top)));
       }
       __syncthreads();
-      each_acc<Dh>(acc, gc,
-                   [&](int g, int d, float v) { store<dtype_out>(out, (r * H + h0 + g) * Dh + d, v * weights[g][0]); });
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+        if (g < gc)
+#pragma unroll
+          for (int c = 0; c < kPairs; ++c) {
+            const int d = 2 * (tid + c * kThreads);
+            if (d < Dh) put(g, d, acc[g][c][0] * weights[g][0], acc[g][c][1] * weights[g][0]);
+          }
       return;
     }
 
@@ -390,33 +435,43 @@ __device__ __forceinline__ void sparse_attention(Rows rows, Statics statics, Err
     }
     if (tid == 0) g_finished[counter] = 0u;  // for the next launch
     __syncthreads();
-    // kCombine outputs a thread at once, kSplitsAtOnce splits' partials of all of them loaded before
-    // they are summed (in split order): a thread's loads are in flight together, not one at a time.
-    constexpr int kCombine = 4, kSplitsAtOnce = 8;
-    for (int i0 = tid; i0 < gc * Dh; i0 += kCombine * kThreads) {
-      float o[kCombine];
+    // kCombine output pairs a thread at once (a pair: the inverse rope's), kSplitsAtOnce splits' partials
+    // of all of them loaded before they are summed (in split order): a thread's loads are in flight
+    // together, not one at a time.
+    constexpr int kCombine = 2, kSplitsAtOnce = 8;
+    const int pairs = gc * Dh / 2;
+    for (int i0 = tid; i0 < pairs; i0 += kCombine * kThreads) {
+      float o[kCombine][2];
 #pragma unroll
-      for (int c = 0; c < kCombine; ++c) o[c] = 0.0f;
+      for (int c = 0; c < kCombine; ++c) o[c][0] = o[c][1] = 0.0f;
       for (int k0 = 0; k0 < S; k0 += kSplitsAtOnce) {
-        float v[kSplitsAtOnce][kCombine];
+        float v[kSplitsAtOnce][kCombine][2];
 #pragma unroll
         for (int k = 0; k < kSplitsAtOnce; ++k)
 #pragma unroll
           for (int c = 0; c < kCombine; ++c) {
-            const int i = i0 + c * kThreads;
-            v[k][c] = i < gc * Dh && k0 + k < S ? __ldcg(&part[index(i / Dh, k0 + k) * Dh + i % Dh]) : 0.0f;
+            const int e = 2 * (i0 + c * kThreads);
+            const bool in = e < gc * Dh && k0 + k < S;
+            const float* src = part + index(e / Dh, k0 + k) * Dh + e % Dh;
+            v[k][c][0] = in ? __ldcg(src) : 0.0f;
+            v[k][c][1] = in ? __ldcg(src + 1) : 0.0f;
           }
 #pragma unroll
         for (int k = 0; k < kSplitsAtOnce; ++k)
 #pragma unroll
           for (int c = 0; c < kCombine; ++c) {
-            const int i = i0 + c * kThreads;
-            if (i < gc * Dh && k0 + k < S) o[c] = fmaf(v[k][c], weights[i / Dh][k0 + k], o[c]);
+            const int e = 2 * (i0 + c * kThreads);
+            if (e < gc * Dh && k0 + k < S) {
+              o[c][0] = fmaf(v[k][c][0], weights[e / Dh][k0 + k], o[c][0]);
+              o[c][1] = fmaf(v[k][c][1], weights[e / Dh][k0 + k], o[c][1]);
+            }
           }
       }
 #pragma unroll
-      for (int c = 0; c < kCombine; ++c)
-        if (i0 + c * kThreads < gc * Dh) store<dtype_out>(out, (r * H + h0) * Dh + i0 + c * kThreads, o[c]);
+      for (int c = 0; c < kCombine; ++c) {
+        const int e = 2 * (i0 + c * kThreads);
+        if (e < gc * Dh) put(e / Dh, e % Dh, o[c][0], o[c][1]);
+      }
     }
   }
 #endif

@@ -11,7 +11,10 @@
 // (R, ⌈H/16⌉, 1), 256 threads, shared_bytes(Dh) of dynamic shared memory (the host's copy:
 // common/kernel_launch_attention.cpp prefill_shared).
 //
-// Numerics. q is f32: each value is split exactly into bf16 hi + bf16 lo (|q − hi − lo| ≤ 2⁻¹⁷|q|), and
+// RoPE (rope_dim RD): q's rope pairs are rotated (+θ, fp32) as the fragments are built, and the output
+// is rounded to bf16, rotated back (−θ) and stored; the row's cos/sin table comes first (the last warp).
+//
+// Numerics. q is f32 after its rope: each value is split exactly into bf16 hi + bf16 lo (|q − hi − lo| ≤ 2⁻¹⁷|q|), and
 // the logits are two MMAs (hi·k + lo·k) with fp32 accumulation, so they are fp32 dots up to that split
 // (the keys are bf16 already). Each warp sums its 16-dimension units (w, w + 8, ...); the eight parts
 // are added in a fixed order (warp w + warp w+4, then the four in order): no result depends on timing.
@@ -23,6 +26,7 @@
 
 #include "cp_async.cuh"
 #include "gemm_tile.cuh"
+#include "rope.cuh"
 #include "sparse_attention_rows.cuh"
 
 namespace dsv41k {
@@ -93,10 +97,10 @@ __device__ __forceinline__ void load_tile(unsigned short* tile, const char* cons
 }
 
 // One block: row r, heads h0 .. h0 + gc − 1 (gc ≤ kHeads).
-template <int H, int Dh, int Wn, int K, int format_sink>
+template <int H, int Dh, int Wn, int K, int RD, int dtype_q, int format_sink>
 __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors, Scratch q, Scratch kv, State ring,
                                        Int ring_rows, State cache, Int cache_rows, Scratch selected, Weight sink,
-                                       Real scale, Scratch out) {
+                                       Real scale, Scratch out, const rope_detail::RopeArgs& rope_args) {
   static_assert(kEach == 2, "a softmax thread takes a float2 of logits");
   static_assert(Dh % 16 == 0 && Dh <= kMaxDim, "Dh is whole 16-dimension units");
   // A warp's 16-dimension units: k-steps of the logits and column pairs of P·V, w, w + 8, ...
@@ -127,6 +131,11 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
     for (int i = tid; i < gc * Dh; i += kThreads) outs[(r * H + h0) * Dh + i] = 0;
     return;
   }
+  // The row's rope table (+θ: q's rope as the fragments are built; −θ: the output's), by the last warp.
+  __shared__ float rope_cs[RD > 0 ? RD / 2 : 1], rope_sn[RD > 0 ? RD / 2 : 1];
+  if (warp == kWarps - 1 && lane < RD / 2)
+    rope_detail::table_entry(rope_args, RD, lane, row_position(statics, r), rope_cs, rope_sn);
+  __syncthreads();
 
   // This warp's k-steps (16 dimensions each: w, w + 8, ...) of the 16 heads' queries as hi/lo A fragments.
   unsigned qhi[kMine][4], qlo[kMine][4];
@@ -137,8 +146,14 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
     for (int a = 0; a < 4; ++a) {  // a0: (g, 2t), a1: (g + 8, 2t), a2: (g, 2t + 8), a3: (g + 8, 2t + 8)
       const int head = g + 8 * (a & 1), d = k0 + 2 * t + 8 * (a >> 1);
       float2 v = make_float2(0.0f, 0.0f);
-      if (head < gc && k0 < Dh)
-        v = *reinterpret_cast<const float2*>(static_cast<const float*>(q) + (r * H + h0 + head) * Dh + d);
+      if (head < gc && k0 < Dh) {  // q's pair (d, d + 1), rotated when it is a rope pair
+        const long long at = (r * H + h0 + head) * Dh + d;
+        v = make_float2(load<dtype_q>(q, at), load<dtype_q>(q, at + 1));
+        if (d >= Dh - RD) {
+          const int i = (d - (Dh - RD)) >> 1;
+          rope_detail::rotate_pair(v.x, v.y, rope_cs[i], rope_sn[i], v.x, v.y);  // e, f by value
+        }
+      }
       const float hx = bf16_round(v.x), hy = bf16_round(v.y);
       qhi[i][a] = pack_bf16(hx, hy);
       qlo[i][a] = pack_bf16(v.x - hx, v.y - hy);
@@ -299,10 +314,15 @@ __device__ __forceinline__ void attend(Rows rows, Statics statics, Errors errors
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int head = g + 8 * half;
-        if (head < gc)
-          *reinterpret_cast<unsigned*>(outs + (r * H + h0 + head) * Dh + d0 + 8 * n + 2 * t) =
-              pack_bf16(o[i][n][2 * half] * weight[half], o[i][n][2 * half + 1] * weight[half]);
+        const int head = g + 8 * half, d = d0 + 8 * n + 2 * t;
+        if (head >= gc) continue;
+        // b(o), then the inverse rope (−θ) on the last RD dims, stored (rounded again).
+        float a = bf16_round(o[i][n][2 * half] * weight[half]), b = bf16_round(o[i][n][2 * half + 1] * weight[half]);
+        if (d >= Dh - RD) {
+          const int j = (d - (Dh - RD)) >> 1;
+          rope_detail::rotate_pair(a, b, rope_cs[j], -rope_sn[j], a, b);
+        }
+        *reinterpret_cast<unsigned*>(outs + (r * H + h0 + head) * Dh + d) = pack_bf16(a, b);
       }
   }
 }

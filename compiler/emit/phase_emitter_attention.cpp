@@ -9,14 +9,14 @@ void PhaseEmitter::emit_attention(int layer) {
   const ModelConfig& c = in_.config;
   const std::string p = "layers." + std::to_string(layer) + ".";
   const int mix = emit_hc_front(p, "attn", "ffn");
-  emit_query_and_window(p, layer);
+  emit_query_and_window(p, layer, false);
   if (c.layers[layer].kv_source) emit_compressor(p, layer);
   if (c.layers[layer].index_source) emit_indexer(p, layer);
   emit_attention_output(p, layer);
   emit_hc_post(mix);
 }
 
-void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
+void PhaseEmitter::emit_query_and_window(const std::string& p, int layer, bool rope_query) {
   const ModelConfig& c = in_.config;
   const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
@@ -25,13 +25,16 @@ void PhaseEmitter::emit_query_and_window(const std::string& p, int layer) {
           .weight("w", weight(p + "attn.wq_a.weight")).scratch("out", qa));
   add(CallBuilder("rmsnorm").k("width", c.q_lora_rank).scratch("x", qa).weight("w", weight(p + "attn.q_norm.weight"))
           .real("eps", c.rms_norm_eps).scratch("out", qr));
-  const int qb = buffer("q.heads.bf16", DType::BF16, {width}), q = buffer("q.heads", DType::F32, {width});
+  const int qb = buffer("q.heads.bf16", DType::BF16, {width});
   add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", qr)
           .weight("w", weight(p + "attn.wq_b.weight")).scratch("out", qb));
-  CallBuilder rope_q("rope");
-  rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
-      .scratch("x", qb).scratch("out", q);
-  add(with_rope(rope_q, layer));
+  if (rope_query) {
+    const int q = buffer("q.heads", DType::F32, {width});
+    CallBuilder rope_q("rope");
+    rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
+        .scratch("x", qb).scratch("out", q);
+    add(with_rope(rope_q, layer));
+  }
   emit_window_kv(p, layer, xn);
 }
 
@@ -40,12 +43,10 @@ int PhaseEmitter::emit_window_kv(const std::string& p, int layer, int x) {
   const int kva = buffer("kv.raw", DType::F32, {c.head_dim}), kv = buffer("kv", DType::BF16, {c.head_dim});
   add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.head_dim).scratch("x", x)
           .weight("w", weight(p + "attn.wkv.weight")).scratch("out", kva));
-  add(CallBuilder("rmsnorm").k("width", c.head_dim).scratch("x", kva).weight("w", weight(p + "attn.kv_norm.weight"))
-          .real("eps", c.rms_norm_eps).scratch("out", kv));
-  CallBuilder rope_kv("rope");
-  rope_kv.k("heads", 1).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
-      .scratch("x", kv).scratch("out", kv);
-  add(with_rope(rope_kv, layer));
+  CallBuilder norm_rope("rmsnorm_rope");  // kv_norm, then rope (one launch: docs/ops.md "rmsnorm_rope")
+  norm_rope.k("width", c.head_dim).k("rope_dim", c.qk_rope_head_dim).statics().scratch("x", kva)
+      .weight("w", weight(p + "attn.kv_norm.weight")).real("eps", c.rms_norm_eps).scratch("out", kv);
+  add(with_rope(norm_rope, layer));
   return kv;
 }
 
@@ -107,26 +108,32 @@ void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
   const int kv = buffer("kv", DType::BF16, {c.head_dim}), out = buffer("attn.out", DType::BF16, {width});
   CallBuilder b("sparse_attention");
   b.k("heads", heads).k("head_dim", c.head_dim).k("window", c.sliding_window).k("topk", role.ratio > 0 ? c.index_topk : 0)
-      .statics().scratch("q", buffer("q.heads", DType::F32, {width})).scratch("kv", kv).state("ring", state(s + "ring"));
+      .k("rope_dim", c.qk_rope_head_dim).statics().scratch("q", buffer("q.heads.bf16", DType::BF16, {width}))
+      .scratch("kv", kv).state("ring", state(s + "ring"));
   if (role.ratio > 0)
     b.state("cache", state("L" + std::to_string(role.kv_layer) + ".cache"))
         .scratch("selected", buffer("selected", DType::I32, {c.index_topk}));
+  // q's rope and the output's inverse rope are the op's (docs/ops.md "sparse_attention").
   b.weight("sink", weight(p + "attn.attn_sink")).real("scale", 1.0 / std::sqrt(static_cast<double>(c.head_dim)))
       .scratch("out", out);
-  add(b);
+  add(with_rope(b, layer));
   // The ring is written after attention: this step's rows are read from `kv` directly.
   add(CallBuilder("window_store").k("window", c.sliding_window).k("head_dim", c.head_dim).statics().scratch("kv", kv)
           .state("ring", state(s + "ring")));
   emit_attention_projection(p, layer, out);
 }
 
+void PhaseEmitter::emit_inverse_rope(int layer, int out) {
+  const ModelConfig& c = in_.config;
+  CallBuilder inverse("rope");
+  inverse.k("heads", static_cast<int64_t>(in_.share.heads.size())).k("head_dim", c.head_dim)
+      .k("rope_dim", c.qk_rope_head_dim).k("inverse", 1).statics().scratch("x", out).scratch("out", out);
+  add(with_rope(inverse, layer));
+}
+
 void PhaseEmitter::emit_attention_projection(const std::string& p, int layer, int out) {
   const ModelConfig& c = in_.config;
-  const int64_t heads = in_.share.heads.size(), groups = in_.share.groups.size();
-  CallBuilder inverse("rope");
-  inverse.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 1).statics()
-      .scratch("x", out).scratch("out", out);
-  add(with_rope(inverse, layer));
+  const int64_t groups = in_.share.groups.size();
   const int z = buffer("attn.groups", DType::BF16, {groups * c.o_lora_rank});
   add(CallBuilder("grouped_linear").k("groups", groups).k("in_per_group", c.group_width).k("out_per_group", c.o_lora_rank)
           .scratch("x", out).weight("w", weight(p + "attn.wo_a.weight")).scratch("out", z));

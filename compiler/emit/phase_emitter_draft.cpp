@@ -41,7 +41,7 @@ void PhaseEmitter::emit_draft_attention(int layer) {
   const std::string p = block_prefix(layer);
   const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
   const int mix = emit_hc_front(p, "attn", "ffn");
-  emit_query_and_window(p, layer);
+  emit_query_and_window(p, layer, true);
   const int out = buffer("attn.out", DType::BF16, {width});
   // Non-causal over the block, after the context window; the block's own rows never enter the ring.
   add(CallBuilder("block_attention").k("heads", heads).k("head_dim", c.head_dim).k("window", c.sliding_window)
@@ -50,6 +50,7 @@ void PhaseEmitter::emit_draft_attention(int layer) {
           .state("ring", state("D" + std::to_string(layer - c.num_hidden_layers) + ".ring"))
           .weight("sink", weight(p + "attn.attn_sink")).real("scale", 1.0 / std::sqrt(static_cast<double>(c.head_dim)))
           .scratch("out", out));
+  emit_inverse_rope(layer, out);
   emit_attention_projection(p, layer, out);
   emit_hc_post(mix);
 }

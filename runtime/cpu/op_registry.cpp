@@ -18,6 +18,7 @@ constexpr std::pair<std::string_view, OpFunction> kCpuOps[] = {
     {"grouped_linear", op_grouped_linear},
     {"rmsnorm", op_rmsnorm},
     {"rope", op_rope},
+    {"rmsnorm_rope", op_rmsnorm_rope},
     {"compress", op_compress},
     {"index_select", op_index_select},
     {"sparse_attention", op_sparse_attention},

@@ -21,6 +21,10 @@ Status op_linear(const OpContext& ctx);
 Status op_grouped_linear(const OpContext& ctx);
 Status op_rmsnorm(const OpContext& ctx);
 Status op_rope(const OpContext& ctx);
+Status op_rmsnorm_rope(const OpContext& ctx);
+// rmsnorm's rows (runtime/cpu/ops_linear.cpp), each then rotated forward by `rope_freqs` when given
+// (rmsnorm_rope): one body for both ops.
+Status rmsnorm_rows(const OpContext& ctx, const std::vector<double>* rope_freqs);
 Status op_compress(const OpContext& ctx);
 Status op_index_select(const OpContext& ctx);
 Status op_sparse_attention(const OpContext& ctx);

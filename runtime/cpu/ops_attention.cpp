@@ -8,7 +8,7 @@
 
 namespace dsv41::cpu {
 
-Result<AttentionArgs> attention_args(const OpContext& ctx) {
+Result<AttentionArgs> attention_args(const OpContext& ctx, bool q_before_rope) {
   DSV41_TRY(check_constant(ctx, "heads", 1, 1 << 16));
   DSV41_TRY(check_constant(ctx, "head_dim", 1, 1 << 20));
   DSV41_TRY(check_constant(ctx, "window", 1, 1 << 24));
@@ -16,11 +16,12 @@ Result<AttentionArgs> attention_args(const OpContext& ctx) {
   AttentionArgs a;
   a.heads = ctx.constant("heads"), a.dh = ctx.constant("head_dim"), a.window = ctx.constant("window");
   const int64_t rows = ctx.statics().rows;
-  DSV41_ASSIGN_OR_RETURN(a.q, scratch_arg(ctx, "q", Want::F32, rows * a.heads * a.dh));
+  DSV41_ASSIGN_OR_RETURN(a.q, scratch_arg(ctx, "q", q_before_rope ? Want::Act : Want::F32, rows * a.heads * a.dh));
   DSV41_ASSIGN_OR_RETURN(a.kv, scratch_arg(ctx, "kv", Want::Act, rows * a.dh));
   DSV41_ASSIGN_OR_RETURN(a.sink, weight_arg(ctx, "sink", a.heads));
   DSV41_ASSIGN_OR_RETURN(a.out, scratch_arg(ctx, "out", Want::Act, rows * a.heads * a.dh));
   DSV41_TRY(check_same_dtype(ctx, "kv", a.kv, "out", a.out));
+  if (q_before_rope) DSV41_TRY(check_same_dtype(ctx, "kv", a.kv, "q", a.q));
   a.scale = static_cast<float>(ctx.real("scale"));
   return a;
 }
@@ -30,7 +31,9 @@ Status op_sparse_attention(const OpContext& ctx) {
   const int64_t topk = ctx.constant("topk");
   DSV41_TRY(check_presence(ctx, "cache", topk > 0, "present iff topk > 0"));
   DSV41_TRY(check_presence(ctx, "selected", topk > 0, "present iff topk > 0"));
-  DSV41_ASSIGN_OR_RETURN(const AttentionArgs a, attention_args(ctx));
+  DSV41_ASSIGN_OR_RETURN(const AttentionArgs a, attention_args(ctx, true));
+  DSV41_TRY(check_constant(ctx, "rope_dim", 0, a.dh));
+  DSV41_ASSIGN_OR_RETURN(const std::vector<double> freqs, rope_from_args(ctx, ctx.constant("rope_dim")));
   const StaticsView& st = ctx.statics();
   const int64_t heads = a.heads, dh = a.dh, window = a.window, rows = st.rows;
   const TensorView &q = a.q, &kv = a.kv, &out = a.out;
@@ -91,7 +94,15 @@ Status op_sparse_attention(const OpContext& ctx) {
     const auto count = static_cast<int64_t>(keys.size()) / dh;
 
     read_floats(q, r * heads * dh, heads * dh, qr.data());
+    for (int64_t h = 0; h < heads; ++h) rope_rotate(qr.data() + h * dh, dh, freqs, p, false);  // the rope op's, F32 out
     attend(qr.data(), keys.data(), count, heads, dh, sink, scale, o.data());
+    // The inverse rope of every head (undoing V's rotation) after the output's rounding: what the rope
+    // op did to the stored output before it was folded in here.
+    for (int64_t h = 0; h < heads; ++h) {
+      float* oh = o.data() + h * dh;
+      for (int64_t d = 0; d < dh; ++d) oh[d] = round_if(rounds(out), oh[d]);
+      rope_rotate(oh, dh, freqs, p, true);
+    }
     write_floats(out, r * heads * dh, heads * dh, o.data());
     return Status::ok();
   });

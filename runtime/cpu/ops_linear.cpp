@@ -69,7 +69,9 @@ Status op_grouped_linear(const OpContext& ctx) {
   return Status::ok();
 }
 
-Status op_rmsnorm(const OpContext& ctx) {
+Status op_rmsnorm(const OpContext& ctx) { return rmsnorm_rows(ctx, nullptr); }
+
+Status rmsnorm_rows(const OpContext& ctx, const std::vector<double>* rope_freqs) {
   DSV41_TRY(check_constant(ctx, "width", 1, kMaxDim));
   DSV41_TRY(check_statics(ctx));
   const StaticsView& st = ctx.statics();
@@ -83,6 +85,7 @@ Status op_rmsnorm(const OpContext& ctx) {
   return for_active_rows(st, {{&out, width}}, [&](int64_t r) -> Status {
     read_floats(x, r * width, width, v.data());
     rms_norm(v.data(), w, width, eps, rounds(out), v.data());
+    if (rope_freqs) rope_rotate(v.data(), width, *rope_freqs, st.position(r), false);
     write_floats(out, r * width, width, v.data());
     return Status::ok();
   });

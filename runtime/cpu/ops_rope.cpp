@@ -1,4 +1,5 @@
-// runtime/cpu/ops_rope.cpp — the rope op: forward or inverse rotation of the last rope_dim dims of every head.
+// runtime/cpu/ops_rope.cpp — the rope op (forward or inverse rotation of the last rope_dim dims of every head)
+// and rmsnorm_rope (the window row's norm and rope in one op).
 #include "runtime/cpu/ops.h"
 
 namespace dsv41::cpu {
@@ -24,6 +25,14 @@ Status op_rope(const OpContext& ctx) {
     write_floats(out, r * width, width, v.data());
     return Status::ok();
   });
+}
+
+// rmsnorm into `out`, then rope of `out` in place: the norm's store rounds before the rotation.
+Status op_rmsnorm_rope(const OpContext& ctx) {
+  DSV41_TRY(check_constant(ctx, "width", 1, 1 << 24));
+  DSV41_TRY(check_constant(ctx, "rope_dim", 0, ctx.constant("width")));
+  DSV41_ASSIGN_OR_RETURN(const std::vector<double> freqs, rope_from_args(ctx, ctx.constant("rope_dim")));
+  return rmsnorm_rows(ctx, &freqs);
 }
 
 }  // namespace dsv41::cpu

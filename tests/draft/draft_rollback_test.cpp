@@ -103,14 +103,16 @@ std::vector<float> attend_and_store(std::vector<float>& ring, int64_t ring_rows,
   auto slice = [&](const std::vector<float>& v) {
     return std::vector<float>(v.begin() + begin * kHeadDim, v.begin() + end * kHeadDim);
   };
-  FakeContext attend("sparse_attention", {{"heads", 1}, {"head_dim", kHeadDim}, {"window", kWindow}, {"topk", 0}});
+  FakeContext attend("sparse_attention",
+                     {{"heads", 1}, {"head_dim", kHeadDim}, {"window", kWindow}, {"topk", 0}, {"rope_dim", 0}});
   attend.set_rows(rows);
-  fill(attend.add_scratch("q", DType::F32, {n, kHeadDim}), slice(q));
+  fill(attend.add_scratch("q", DType::BF16, {n, kHeadDim}), slice(q));  // q is act (kv's dtype)
   fill(attend.add_scratch("kv", DType::BF16, {n, kHeadDim}), slice(kv));
   attend.add_state("ring", DType::BF16, {ring_rows, kHeadDim}, 1);
   fill(attend.slot_state("ring", 0), ring);
   attend.add_weight("sink", {1}, {0.0f});
   attend.add_float("scale", 0.35);
+  attend.add_rope(10000.0, 1.0, 0, 32, 1);  // rope_dim 0: no inverse rope
   TensorView out = attend.add_scratch("out", DType::BF16, {n, kHeadDim});
   Status s = attend.run();
   EXPECT_TRUE(s.is_ok()) << s.message();

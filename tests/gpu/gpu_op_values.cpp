@@ -99,7 +99,7 @@ std::vector<float> weight_values(Rng& rng, const Call& call, const std::string& 
   const int64_t n = numel_of(shape);
   std::vector<float> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
   if (shape.size() <= 1) {
-    const bool norm = arg.find("norm") != std::string::npos || call.op == "rmsnorm" || call.op == "hc_collapse_norm";
+    const bool norm = arg.find("norm") != std::string::npos || call.op.rfind("rmsnorm", 0) == 0 || call.op == "hc_collapse_norm";
     for (float& x : v) x = norm ? rng.uniform(0.5f, 1.5f) : rng.uniform(-1.0f, 1.0f);
     return v;
   }

@@ -244,12 +244,13 @@ TEST(CpuAttentionOps, SparseAttentionEqualsADirectSoftmaxWithSink) {
     std::mt19937 rng(15 + topk);
     const std::vector<RowStatic> statics = {{0, 1, 5, 0}, {0, 1, 6, 0}, {0, 1, 7, 0}, {0, 0, 2, 3}, {0, -1, 0, 0}};
     const int64_t rows = 5;
-    const std::vector<float> q = random_values(rng, rows * c.heads * c.dh, -2, 2);
+    const std::vector<float> q = random_values(rng, rows * c.heads * c.dh, -2, 2, true);  // act: kv's dtype
     const std::vector<float> kv = random_values(rng, rows * c.dh, -2, 2, true);
     const std::vector<float> sink = random_values(rng, c.heads);
-    FakeContext ctx("sparse_attention", {{"heads", c.heads}, {"head_dim", c.dh}, {"window", c.window}, {"topk", topk}});
+    FakeContext ctx("sparse_attention",
+                    {{"heads", c.heads}, {"head_dim", c.dh}, {"window", c.window}, {"topk", topk}, {"rope_dim", 0}});
     ctx.set_rows(statics);
-    fill(ctx.add_scratch("q", DType::F32, {rows, c.heads * c.dh}), q);
+    fill(ctx.add_scratch("q", DType::BF16, {rows, c.heads * c.dh}), q);
     fill(ctx.add_scratch("kv", DType::BF16, {rows, c.dh}), kv);
     ctx.add_state("ring", DType::BF16, {c.window, c.dh}, 2);
     std::vector<std::vector<float>> rings = {random_values(rng, c.window * c.dh, -2, 2, true),
@@ -270,6 +271,7 @@ TEST(CpuAttentionOps, SparseAttentionEqualsADirectSoftmaxWithSink) {
     ctx.add_weight("sink", {c.heads}, sink);
     const double scale = 1.0 / std::sqrt(double(c.dh));
     ctx.add_float("scale", scale);
+    ctx.add_rope(10000.0, 1.0, 0, 32, 1);  // rope_dim 0: no inverse rope
     TensorView out = ctx.add_scratch("out", DType::BF16, {rows, c.heads * c.dh});
     ASSERT_TRUE(ctx.run().is_ok());
 
@@ -327,10 +329,10 @@ TEST(CpuAttentionOps, WindowStoreKeepsTheLastWindowOfEachSlot) {
 
 TEST(CpuAttentionOps, StaticsOrIndicesPastTheStateAreRefused) {
   auto attention = [](std::vector<RowStatic> statics, int32_t selected) {
-    FakeContext ctx("sparse_attention", {{"heads", 1}, {"head_dim", 8}, {"window", 4}, {"topk", 1}});
+    FakeContext ctx("sparse_attention", {{"heads", 1}, {"head_dim", 8}, {"window", 4}, {"topk", 1}, {"rope_dim", 0}});
     ctx.set_rows(statics);
     const auto rows = static_cast<int64_t>(statics.size());
-    ctx.add_scratch("q", DType::F32, {rows, 8});
+    ctx.add_scratch("q", DType::BF16, {rows, 8});
     ctx.add_scratch("kv", DType::BF16, {rows, 8});
     ctx.add_state("ring", DType::BF16, {4, 8}, 1);
     ctx.add_state("cache", DType::BF16, {3, 8}, 1);
@@ -338,6 +340,7 @@ TEST(CpuAttentionOps, StaticsOrIndicesPastTheStateAreRefused) {
     for (int64_t r = 0; r < rows; ++r) sel.set_int(r, selected);
     ctx.add_weight("sink", {1}, {0.0f});
     ctx.add_float("scale", 0.35);
+    ctx.add_rope(10000.0, 1.0, 0, 32, 1);  // rope_dim 0: no inverse rope
     ctx.add_scratch("out", DType::BF16, {rows, 8});
     return ctx.run();
   };

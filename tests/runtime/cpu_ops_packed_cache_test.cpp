@@ -65,7 +65,8 @@ TEST(CpuPackedCaches, SparseAttentionReadsTheDecodedRowsAndRoundsThisStepsRows) 
   std::vector<float> outs[2];
   std::vector<float> ring_values, cache_values;
   for (int packed = 1; packed >= 0; --packed) {
-    FakeContext ctx("sparse_attention", {{"heads", heads}, {"head_dim", dh}, {"window", window}, {"topk", topk}});
+    FakeContext ctx("sparse_attention",
+                    {{"heads", heads}, {"head_dim", dh}, {"window", window}, {"topk", topk}, {"rope_dim", 0}});
     ctx.set_rows(statics);
     fill(ctx.add_scratch("q", DType::F32, {rows, heads * dh}), q);
     std::vector<float> step = kv;
@@ -85,6 +86,7 @@ TEST(CpuPackedCaches, SparseAttentionReadsTheDecodedRowsAndRoundsThisStepsRows) 
     for (int64_t i = 0; i < rows * topk; ++i) sel.set_int(i, selected[i]);
     ctx.add_weight("sink", {heads}, {0.25f, -0.5f});
     ctx.add_float("scale", 0.125);
+    ctx.add_rope(10000.0, 1.0, 0, 32, 1);  // rope_dim 0: no inverse rope
     const TensorView out = ctx.add_scratch("out", DType::F32, {rows, heads * dh});
     ASSERT_TRUE(ctx.run().is_ok()) << (packed ? "packed" : "f32");
     for (int64_t i = 0; i < rows * heads * dh; ++i) outs[packed].push_back(out.get(i));
