@@ -25,7 +25,7 @@ std::vector<int64_t> output_shape(const CallSite& site, const CallInputs& inputs
 
 std::string compare_output(const std::string& what, DType dtype, const std::vector<int64_t>& shape, const uint8_t* cpu,
                            const uint8_t* gpu, size_t bytes, size_t slot_stride, double f32_abs,
-                           double packed_fraction) {
+                           double packed_fraction, double bf16_abs) {
   const int size = dtype_bytes(dtype);
   const int64_t n = static_cast<int64_t>(bytes) / size;
   // Elements per row of the buffer (per cache entry for a state buffer) and per slot copy.
@@ -62,7 +62,7 @@ std::string compare_output(const std::string& what, DType dtype, const std::vect
                        bad, n, report);
   }
   const bool bf16 = dtype == DType::BF16;
-  const double rel = bf16 ? kBf16Rel : kF32Rel, abs_part = bf16 ? kBf16Abs : f32_abs;
+  const double rel = bf16 ? kBf16Rel : kF32Rel, abs_part = bf16 ? bf16_abs : f32_abs;
   double max_c = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const float c = load(cpu, dtype, i);

@@ -100,6 +100,11 @@ bool rounds_act_to_bf16(const std::string& key) {
   return experts && key.find("dtype_x=bf16") != std::string::npos;
 }
 
+bool rotates_after_rounding(const std::string& key) {
+  return key.rfind("sparse_attention{", 0) == 0 && key.find("rope_dim=") != std::string::npos &&
+         key.find("rope_dim=0,") == std::string::npos && key.find("dtype_out=bf16") != std::string::npos;
+}
+
 std::string steps_report(const std::string& what, const Bf16Steps& s) {
   const bool too_many = static_cast<double>(s.differ) > kStepsMaxDiffering * static_cast<double>(s.n);
   if (s.beyond == 0 && !too_many) return "";

@@ -71,5 +71,13 @@ TEST(GpuOpSteps, OnlyBf16ExpertsRoundTheirActToBf16) {
   EXPECT_FALSE(rounds_act_to_bf16("linear{in_features=96,dtype_x=bf16,format_w=bf16}@sm_90a"));
 }
 
+// Only sparse_attention with its inverse rope and a bf16 output gets the wider absolute part after rotation.
+TEST(GpuOpSteps, OnlyRopedBf16AttentionRotatesAfterRounding) {
+  EXPECT_TRUE(rotates_after_rounding("sparse_attention{heads=32,head_dim=512,window=128,topk=0,rope_dim=64,many_rows=1,dtype_q=bf16,dtype_out=bf16}@sm_90a"));
+  EXPECT_FALSE(rotates_after_rounding("sparse_attention{heads=32,head_dim=512,window=128,topk=0,rope_dim=0,many_rows=1,dtype_q=bf16,dtype_out=bf16}@sm_90a"));
+  EXPECT_FALSE(rotates_after_rounding("sparse_attention{heads=4,head_dim=64,window=8,topk=0,rope_dim=16,many_rows=0,dtype_q=f32,dtype_out=f32}@sm_90a"));
+  EXPECT_FALSE(rotates_after_rounding("rope{heads=4,head_dim=64,rope_dim=16,dtype_x=bf16,dtype_out=bf16}@sm_90a"));
+}
+
 }  // namespace
 }  // namespace dsv41::gpu_test
