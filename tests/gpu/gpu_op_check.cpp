@@ -82,7 +82,7 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
                        output_shape(site, *inputs, o), c_bytes.data(), g_bytes.data(), c_bytes.size(),
                        o.state ? inputs->state_layout.at(o.index).stride : 0,
                        rounds_act_to_bf16(c.key) ? kF32AbsAfterBf16Act : kF32Abs, kPackedFraction,
-                       rotates_after_rounding(c.key) ? kBf16AbsAfterRotation : kBf16Abs);
+                       rotated_after_rounding(c.key));
     EXPECT_TRUE(report.empty()) << report << "\n  inputs: " << inputs->description;
     // hc_collapse_norm's check-mode (F32) variants run in the CPU's exact order (kernels/hc_collapse_norm.cuh):
     // the same bits, not only the tolerance, so no packed cache code downstream can flip on them.

@@ -25,7 +25,7 @@ std::vector<int64_t> output_shape(const CallSite& site, const CallInputs& inputs
 
 std::string compare_output(const std::string& what, DType dtype, const std::vector<int64_t>& shape, const uint8_t* cpu,
                            const uint8_t* gpu, size_t bytes, size_t slot_stride, double f32_abs,
-                           double packed_fraction, double bf16_abs) {
+                           double packed_fraction, RotatedDims rotated) {
   const int size = dtype_bytes(dtype);
   const int64_t n = static_cast<int64_t>(bytes) / size;
   // Elements per row of the buffer (per cache entry for a state buffer) and per slot copy.
@@ -62,7 +62,12 @@ std::string compare_output(const std::string& what, DType dtype, const std::vect
                        bad, n, report);
   }
   const bool bf16 = dtype == DType::BF16;
-  const double rel = bf16 ? kBf16Rel : kF32Rel, abs_part = bf16 ? bf16_abs : f32_abs;
+  const double rel = bf16 ? kBf16Rel : kF32Rel, abs_part = bf16 ? kBf16Abs : f32_abs;
+  auto abs_of = [&](int64_t i) {
+    if (!bf16 || rotated.head_dim <= 0) return abs_part;
+    const int64_t in_head = (i % per_row) % rotated.head_dim;
+    return in_head >= rotated.head_dim - rotated.rope_dim ? kBf16AbsAfterRotation : abs_part;
+  };
   double max_c = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const float c = load(cpu, dtype, i);
@@ -76,14 +81,18 @@ std::string compare_output(const std::string& what, DType dtype, const std::vect
     }
     if (c == g) continue;
     const double diff = std::fabs(static_cast<double>(g) - c);
-    const double tol = rel * std::fabs(static_cast<double>(c)) + abs_part * max_c;
+    const double tol = rel * std::fabs(static_cast<double>(c)) + abs_of(i) * max_c;
     if (!(diff <= tol)) {
       note(i, fmt::format("cpu {:.8g} gpu {:.8g} |diff| {:.3g} > tol {:.3g}", c, g, diff, tol));
     }
   }
   if (bad == 0) return "";
-  return fmt::format("{} ({}, tolerance |g-c| <= {}*|c| + {}*max|c|, max|c| = {:.6g}): {} of {} values outside{}", what,
-                     dtype_name(dtype), rel, abs_part, max_c, bad, n, report);
+  const std::string rotated_part =
+      bf16 && rotated.head_dim > 0
+          ? fmt::format(" ({} in the last {} dims of each {})", kBf16AbsAfterRotation, rotated.rope_dim, rotated.head_dim)
+          : "";
+  return fmt::format("{} ({}, tolerance |g-c| <= {}*|c| + {}{}*max|c|, max|c| = {:.6g}): {} of {} values outside{}",
+                     what, dtype_name(dtype), rel, abs_part, rotated_part, max_c, bad, n, report);
 }
 
 }  // namespace dsv41::gpu_test

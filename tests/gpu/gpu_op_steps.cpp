@@ -100,9 +100,15 @@ bool rounds_act_to_bf16(const std::string& key) {
   return experts && key.find("dtype_x=bf16") != std::string::npos;
 }
 
-bool rotates_after_rounding(const std::string& key) {
-  return key.rfind("sparse_attention{", 0) == 0 && key.find("rope_dim=") != std::string::npos &&
-         key.find("rope_dim=0,") == std::string::npos && key.find("dtype_out=bf16") != std::string::npos;
+RotatedDims rotated_after_rounding(const std::string& key) {
+  if (key.rfind("sparse_attention{", 0) != 0 || key.find("dtype_out=bf16") == std::string::npos) return {};
+  auto constant = [&](const std::string& name) -> int64_t {
+    const size_t at = key.find("," + name + "=") != std::string::npos ? key.find("," + name + "=") + 1
+                                                                      : key.find("{" + name + "=") + 1;
+    return at == 0 ? 0 : std::stoll(key.substr(at + name.size() + 1));
+  };
+  const RotatedDims dims{constant("head_dim"), constant("rope_dim")};
+  return dims.rope_dim > 0 ? dims : RotatedDims{};
 }
 
 std::string steps_report(const std::string& what, const Bf16Steps& s) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/dtype.h"
+#include "tests/gpu/gpu_op_compare.h"
 
 namespace dsv41::gpu_test {
 
@@ -30,8 +31,9 @@ Bf16Steps bf16_steps(const uint8_t* cpu, const uint8_t* gpu, int64_t n);
 bool tight_bf16_op(const std::string& key);
 // The experts' variants whose act (gate and up through SwiGLU) is rounded to bf16 on both sides.
 bool rounds_act_to_bf16(const std::string& key);
-// The variants whose bf16 output is rotated after a bf16 rounding (sparse_attention's inverse rope).
-bool rotates_after_rounding(const std::string& key);
+// The dims of a variant's bf16 output rotated after a bf16 rounding (sparse_attention's inverse rope:
+// head_dim and rope_dim from its key); none for every other variant.
+RotatedDims rotated_after_rounding(const std::string& key);
 
 // An F32 output measured in bf16 steps (issue 9's per-op diagnosis, DSV41_GPU_STEPS=1): per element
 // |g − c| over the bf16 step at max(|c|, kStepsAbs·max|c|) (2^(e−8) for a value in [2^(e−1), 2^e)).

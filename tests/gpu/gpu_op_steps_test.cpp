@@ -71,12 +71,37 @@ TEST(GpuOpSteps, OnlyBf16ExpertsRoundTheirActToBf16) {
   EXPECT_FALSE(rounds_act_to_bf16("linear{in_features=96,dtype_x=bf16,format_w=bf16}@sm_90a"));
 }
 
-// Only sparse_attention with its inverse rope and a bf16 output gets the wider absolute part after rotation.
-TEST(GpuOpSteps, OnlyRopedBf16AttentionRotatesAfterRounding) {
-  EXPECT_TRUE(rotates_after_rounding("sparse_attention{heads=32,head_dim=512,window=128,topk=0,rope_dim=64,many_rows=1,dtype_q=bf16,dtype_out=bf16}@sm_90a"));
-  EXPECT_FALSE(rotates_after_rounding("sparse_attention{heads=32,head_dim=512,window=128,topk=0,rope_dim=0,many_rows=1,dtype_q=bf16,dtype_out=bf16}@sm_90a"));
-  EXPECT_FALSE(rotates_after_rounding("sparse_attention{heads=4,head_dim=64,window=8,topk=0,rope_dim=16,many_rows=0,dtype_q=f32,dtype_out=f32}@sm_90a"));
-  EXPECT_FALSE(rotates_after_rounding("rope{heads=4,head_dim=64,rope_dim=16,dtype_x=bf16,dtype_out=bf16}@sm_90a"));
+// Only sparse_attention with its inverse rope and a bf16 output has rotated dims: the last rope_dim of each
+// head_dim, read from its key.
+TEST(GpuOpSteps, OnlyRopedBf16AttentionHasRotatedDims) {
+  const RotatedDims roped = rotated_after_rounding(
+      "sparse_attention{heads=32,head_dim=512,window=128,topk=0,rope_dim=64,many_rows=1,dtype_q=bf16,"
+      "dtype_out=bf16}@sm_90a");
+  EXPECT_EQ(roped.head_dim, 512);
+  EXPECT_EQ(roped.rope_dim, 64);
+  EXPECT_EQ(rotated_after_rounding("sparse_attention{heads=32,head_dim=512,window=128,topk=0,rope_dim=0,"
+                                   "many_rows=1,dtype_q=bf16,dtype_out=bf16}@sm_90a").head_dim, 0);
+  EXPECT_EQ(rotated_after_rounding("sparse_attention{heads=4,head_dim=64,window=8,topk=0,rope_dim=16,many_rows=0,"
+                                   "dtype_q=f32,dtype_out=f32}@sm_90a").head_dim, 0);
+  EXPECT_EQ(rotated_after_rounding("rope{heads=4,head_dim=64,rope_dim=16,dtype_x=bf16,dtype_out=bf16}@sm_90a").head_dim, 0);
+}
+
+// The wider absolute part applies to the rotated dims only: the same difference passes in the last rope_dim
+// of a head and fails before them.
+TEST(GpuOpCompare, RotatedDimsAloneGetTheWiderAbsolutePart) {
+  const int64_t head_dim = 8, rope_dim = 2;
+  std::vector<uint16_t> cpu(2 * head_dim, 0x3f80), gpu(cpu);  // bf16 1.0 everywhere: max|c| = 1
+  auto bits = [](float v) { uint32_t u; std::memcpy(&u, &v, 4); return static_cast<uint16_t>(u >> 16); };
+  cpu[head_dim + 7] = bits(0.0f), gpu[head_dim + 7] = bits(0.00390625f);  // 3.9e-3 > 1e-3 at |c| = 0: a rotated dim
+  const auto* c = reinterpret_cast<const uint8_t*>(cpu.data());
+  const auto* g = reinterpret_cast<const uint8_t*>(gpu.data());
+  EXPECT_EQ(compare_output("out", DType::BF16, {1, 2 * head_dim}, c, g, 4 * head_dim, 0, kF32Abs, 0,
+                           RotatedDims{head_dim, rope_dim}), "");
+  EXPECT_NE(compare_output("out", DType::BF16, {1, 2 * head_dim}, c, g, 4 * head_dim), "");
+  cpu[head_dim + 7] = gpu[head_dim + 7] = bits(1.0f);
+  cpu[head_dim + 5] = bits(0.0f), gpu[head_dim + 5] = bits(0.00390625f);  // the same step before the rotated dims
+  EXPECT_NE(compare_output("out", DType::BF16, {1, 2 * head_dim}, c, g, 4 * head_dim, 0, kF32Abs, 0,
+                           RotatedDims{head_dim, rope_dim}), "");
 }
 
 }  // namespace
