@@ -42,9 +42,10 @@ int64_t index_dynamic_shared(int64_t entries, int64_t topk, int64_t mode, int64_
 
 // Mirrors sparse_attention_detail of kernels/sparse_attention.cuh.
 constexpr int64_t kAttnTile = 32, kAttnMaxGroup = 8, kAttnMaxSplits = 32, kAttnMaxPartials = 4096;
-constexpr int64_t kAttnMaxHeadDim = 2048;
-// Its static arrays, about 10 KiB.
+constexpr int64_t kAttnMaxHeadDim = 2048, kAttnMaxRopeDim = 64;
+// Its static arrays, about 10 KiB, and the row's rope table (cos and sin of rope_dim / 2 pairs).
 constexpr int64_t kAttnStaticShared = 4 * (32 * 8 + 8 * 8 * 32 + 3 * 8 + 8 * 32) + 12 * 32 + 16;
+int64_t rope_table_bytes(const Call& call) { return 8 * (call.constant("rope_dim") / 2); }
 constexpr int64_t kAttnSplitRows = kManyRowsAbove;  // phases of at most this many rows split their keys
 constexpr int64_t kAttnTargetBlocks = 264;  // two blocks per SM of the H200's 132
 constexpr int64_t kAttnCombineSplits = 64;  // (head, split) partials one combining block reads at most
@@ -129,7 +130,9 @@ Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env)
     d.grid[0] = rows;
     d.grid[1] = ceil_div(heads, kPrefillHeads);
     d.dynamic_shared = prefill_shared(dh);
-    d.bounds.push_back({"sparse_attention shared memory", d.dynamic_shared, 0});  // no static: its own variant
+    d.bounds.push_back({"sparse_attention rope_dim", call.constant("rope_dim"), kAttnMaxRopeDim});
+    // Its own variant: of the decode path's static arrays only the rope table.
+    d.bounds.push_back({"sparse_attention shared memory", rope_table_bytes(call) + d.dynamic_shared, 0});
     return d;
   }
   const int64_t tiles = ceil_div(window + topk, kAttnTile);
@@ -156,7 +159,8 @@ Result<LaunchDims> launch_sparse_attention(const Call& call, const CallEnv& env)
   const int64_t dp = (dh + 7) / 8 * 8;
   d.dynamic_shared = 4 * (kAttnTile * (dp + 4) + group * dp);
   d.bounds.push_back({"sparse_attention head_dim", dh, kAttnMaxHeadDim});
-  d.bounds.push_back({"sparse_attention shared memory", kAttnStaticShared + d.dynamic_shared, 0});
+  d.bounds.push_back({"sparse_attention rope_dim", call.constant("rope_dim"), kAttnMaxRopeDim});
+  d.bounds.push_back({"sparse_attention shared memory", kAttnStaticShared + rope_table_bytes(call) + d.dynamic_shared, 0});
   return d;
 }
 
