@@ -65,16 +65,17 @@ class PhaseEmitter {
   void emit_attention(int layer);
   // The streams' buffers, the embedding into all of them and the one-hot first pre.
   void emit_embed();
-  // q.heads.bf16 = q_lora·wq_bᵀ (then q.heads = its rope when `rope_query`: block_attention reads that;
-  // sparse_attention rotates q itself), and the window row kv.
-  void emit_query_and_window(const std::string& p, int layer, bool rope_query);
+  // q.heads.bf16 = RMSNorm(x.norm·wq_aᵀ, q_norm)·wq_bᵀ of `p`'s attention, before its rope (sparse_attention
+  // rotates q itself; block_attention reads it rotated by emit_rope); returns "q.heads.bf16".
+  int emit_query(const std::string& p, int layer);
   // The window row kv = rope(RMSNorm(x·wkvᵀ, kv_norm)) of `p`'s attention from buffer `x`; returns "kv".
   int emit_window_kv(const std::string& p, int layer, int x);
   void emit_compressor(const std::string& p, int layer);
   void emit_indexer(const std::string& p, int layer);
   void emit_attention_output(const std::string& p, int layer);
-  // Inverse RoPE of the attention output `out` in place (block_attention's; sparse_attention rotates inside).
-  void emit_inverse_rope(int layer, int out);
+  // RoPE (inverse 1: by −θ) of `heads` heads of `head_dim` dims from buffer `x` into `out` (may be `x`):
+  // the indexer's q, and block_attention's q and output (sparse_attention rotates its own).
+  void emit_rope(int layer, int64_t heads, int64_t head_dim, int x, int out, int inverse);
   // wo_a, wo_b and the exchange into `sub`: the end of every attention sublayer.
   void emit_attention_projection(const std::string& p, int layer, int out);
   // `layer` counts the draft blocks on from num_hidden_layers (the release's logical ids 40-42).

@@ -9,14 +9,15 @@ void PhaseEmitter::emit_attention(int layer) {
   const ModelConfig& c = in_.config;
   const std::string p = "layers." + std::to_string(layer) + ".";
   const int mix = emit_hc_front(p, "attn", "ffn");
-  emit_query_and_window(p, layer, false);
+  emit_query(p, layer);
+  emit_window_kv(p, layer, buffer("x.norm", DType::BF16, {c.hidden_size}));
   if (c.layers[layer].kv_source) emit_compressor(p, layer);
   if (c.layers[layer].index_source) emit_indexer(p, layer);
   emit_attention_output(p, layer);
   emit_hc_post(mix);
 }
 
-void PhaseEmitter::emit_query_and_window(const std::string& p, int layer, bool rope_query) {
+int PhaseEmitter::emit_query(const std::string& p, int layer) {
   const ModelConfig& c = in_.config;
   const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
@@ -28,14 +29,14 @@ void PhaseEmitter::emit_query_and_window(const std::string& p, int layer, bool r
   const int qb = buffer("q.heads.bf16", DType::BF16, {width});
   add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", qr)
           .weight("w", weight(p + "attn.wq_b.weight")).scratch("out", qb));
-  if (rope_query) {
-    const int q = buffer("q.heads", DType::F32, {width});
-    CallBuilder rope_q("rope");
-    rope_q.k("heads", heads).k("head_dim", c.head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0).statics()
-        .scratch("x", qb).scratch("out", q);
-    add(with_rope(rope_q, layer));
-  }
-  emit_window_kv(p, layer, xn);
+  return qb;
+}
+
+void PhaseEmitter::emit_rope(int layer, int64_t heads, int64_t head_dim, int x, int out, int inverse) {
+  CallBuilder rope("rope");
+  rope.k("heads", heads).k("head_dim", head_dim).k("rope_dim", in_.config.qk_rope_head_dim).k("inverse", inverse)
+      .statics().scratch("x", x).scratch("out", out);
+  add(with_rope(rope, layer));
 }
 
 int PhaseEmitter::emit_window_kv(const std::string& p, int layer, int x) {
@@ -81,10 +82,7 @@ void PhaseEmitter::emit_indexer(const std::string& p, int layer) {
   const int iqb = buffer("index.q.bf16", DType::BF16, {width}), iq = buffer("index.q", DType::F32, {width});
   add(CallBuilder("linear").k("in_features", c.q_lora_rank).k("out_features", width).scratch("x", buffer("q.lora", DType::BF16, {c.q_lora_rank}))
           .weight("w", weight(p + "attn.indexer.wq_b.weight")).scratch("out", iqb));
-  CallBuilder rope("rope");
-  rope.k("heads", c.index_n_heads).k("head_dim", c.index_head_dim).k("rope_dim", c.qk_rope_head_dim).k("inverse", 0)
-      .statics().scratch("x", iqb).scratch("out", iq);
-  add(with_rope(rope, layer));
+  emit_rope(layer, c.index_n_heads, c.index_head_dim, iqb, iq, 0);
   const int iw = buffer("index.weights", DType::F32, {c.index_n_heads});
   add(CallBuilder("linear").k("in_features", c.hidden_size).k("out_features", c.index_n_heads)
           .scratch("x", buffer("x.norm", DType::BF16, {c.hidden_size}))
@@ -121,14 +119,6 @@ void PhaseEmitter::emit_attention_output(const std::string& p, int layer) {
   add(CallBuilder("window_store").k("window", c.sliding_window).k("head_dim", c.head_dim).statics().scratch("kv", kv)
           .state("ring", state(s + "ring")));
   emit_attention_projection(p, layer, out);
-}
-
-void PhaseEmitter::emit_inverse_rope(int layer, int out) {
-  const ModelConfig& c = in_.config;
-  CallBuilder inverse("rope");
-  inverse.k("heads", static_cast<int64_t>(in_.share.heads.size())).k("head_dim", c.head_dim)
-      .k("rope_dim", c.qk_rope_head_dim).k("inverse", 1).statics().scratch("x", out).scratch("out", out);
-  add(with_rope(inverse, layer));
 }
 
 void PhaseEmitter::emit_attention_projection(const std::string& p, int layer, int out) {

@@ -41,16 +41,19 @@ void PhaseEmitter::emit_draft_attention(int layer) {
   const std::string p = block_prefix(layer);
   const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
   const int mix = emit_hc_front(p, "attn", "ffn");
-  emit_query_and_window(p, layer, true);
+  const int qb = emit_query(p, layer);
+  const int q = buffer("q.heads", DType::F32, {width});
+  emit_rope(layer, heads, c.head_dim, qb, q, 0);
+  emit_window_kv(p, layer, buffer("x.norm", DType::BF16, {c.hidden_size}));
   const int out = buffer("attn.out", DType::BF16, {width});
   // Non-causal over the block, after the context window; the block's own rows never enter the ring.
   add(CallBuilder("block_attention").k("heads", heads).k("head_dim", c.head_dim).k("window", c.sliding_window)
-          .statics().scratch("q", buffer("q.heads", DType::F32, {width}))
+          .statics().scratch("q", q)
           .scratch("kv", buffer("kv", DType::BF16, {c.head_dim}))
           .state("ring", state("D" + std::to_string(layer - c.num_hidden_layers) + ".ring"))
           .weight("sink", weight(p + "attn.attn_sink")).real("scale", 1.0 / std::sqrt(static_cast<double>(c.head_dim)))
           .scratch("out", out));
-  emit_inverse_rope(layer, out);
+  emit_rope(layer, heads, c.head_dim, out, out, 1);
   emit_attention_projection(p, layer, out);
   emit_hc_post(mix);
 }
