@@ -2,8 +2,8 @@
 // (docs/ops.md "rmsnorm_rope": the window row kv of docs/model.md §6). For an active row at position p,
 //   n = b(x·(mean(x²) + eps)^−½·w)   (fp32, b only when `out` is BF16: the rmsnorm op's store),
 //   out = b(rope(n, p))              (kernels/rope.cuh's rotation of one head of `width` dims),
-// exactly what rmsnorm into `out` followed by an in-place rope of `out` stored; inactive rows get
-// zeros. `out` is not `x`.
+// the formula of rmsnorm into `out` followed by an in-place rope of `out` (the CPU op's bits are exactly
+// theirs; this kernel's block sum is in another order than rmsnorm.cuh's); inactive rows get zeros. `out` is not `x`.
 //
 // Launch (common/kernel_launch_rows.cpp): block 256 threads, grid (R): one block per row. A thread
 // holds whole pairs (kPairs of them) of x and w in registers, loaded before anything waits; threads
@@ -59,7 +59,8 @@ __device__ __forceinline__ void rmsnorm_rope(Rows rows, Statics statics, Scratch
   if (position < 0 && tid == 0) report_error(errors, ERR_STATICS);
   if (tid < P)
     rope_detail::table_entry({theta, yarn_factor, yarn_original, beta_fast, beta_slow}, rope_dim, tid, position, cs, sn);
-  // The sum in element order within a thread, as rmsnorm.cuh's (an fp32 sum's order is free).
+  // Each thread sums its pairs' squares: not rmsnorm.cuh's order, so not its bits (an fp32 sum's order is
+  // free; the CPU op's bits are rmsnorm + rope exactly).
 #pragma unroll
   for (int j = 0; j < kPairs; ++j) sq += a[j] * a[j] + b[j] * b[j];
   const float sum = block_sum(sq, red);  // its barriers also publish cs/sn

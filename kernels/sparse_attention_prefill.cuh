@@ -14,7 +14,8 @@
 // RoPE (rope_dim RD): q's rope pairs are rotated (+θ, fp32) as the fragments are built, and the output
 // is rounded to bf16, rotated back (−θ) and stored; the row's cos/sin table comes first (the last warp).
 //
-// Numerics. q is f32 after its rope: each value is split exactly into bf16 hi + bf16 lo (|q − hi − lo| ≤ 2⁻¹⁷|q|), and
+// Numerics. q is bf16, its rope dims rotated in fp32: each value is split exactly into bf16 hi + bf16 lo
+// (|q − hi − lo| ≤ 2⁻¹⁷|q|; lo is zero outside the rope dims), and
 // the logits are two MMAs (hi·k + lo·k) with fp32 accumulation, so they are fp32 dots up to that split
 // (the keys are bf16 already). Each warp sums its 16-dimension units (w, w + 8, ...); the eight parts
 // are added in a fixed order (warp w + warp w+4, then the four in order): no result depends on timing.
