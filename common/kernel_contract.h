@@ -57,6 +57,11 @@ const std::vector<KernelSource>& kernel_sources();
 // kGemvRows must equal it.
 constexpr int64_t kManyRowsAbove = 16;
 
+// The most rows a phase's experts run grouped in one launch (kernels/moe_pairs.cuh kMoeRows, which must
+// equal it): the launch rule picks the grouped grid up to it (kernel_launch_moe.cpp), and the emitter
+// fuses the shared expert into moe_experts up to it (compiler/emit/phase_emitter_ffn.cpp).
+constexpr int64_t kMoeRows = 16;
+
 // What a call's parameters derive from besides the call itself: the phase's rows and the
 // declarations of its buffer and weight arguments.
 struct CallEnv {

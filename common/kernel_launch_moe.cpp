@@ -20,10 +20,11 @@ LaunchDims per_row(const CallEnv& env, int64_t static_shared) {
   return d;
 }
 
-// kernels/moe_grouped.cuh: decode phases up to kMoeRows rows run kMoeBlocks blocks that claim work
-// items; its tables (shared_bytes there, the pairs' in kernels/moe_pairs.cuh) overlay the per-row path's
-// row and activation (kernels/moe_experts.cuh static_shared_bytes), beside last_block_of_row's flag.
-constexpr int64_t kMoeRows = 16, kMoeBlocks = 264, kMoeCols = 16;
+// kernels/moe_grouped.cuh: decode phases up to kMoeRows rows (common/kernel_contract.h) run kMoeBlocks
+// blocks that claim work items; its tables (shared_bytes there, the pairs' in kernels/moe_pairs.cuh)
+// overlay the per-row path's row and activation (kernels/moe_experts.cuh static_shared_bytes), beside
+// last_block_of_row's flag.
+constexpr int64_t kMoeBlocks = 264, kMoeCols = 16;
 
 int64_t expert_shared(const Call& call, int64_t choices) {
   const int64_t f = call.constant("width"), pairs = kMoeRows * choices;
@@ -57,14 +58,15 @@ constexpr int64_t kRouterRowsPerBlock = 4, kRouterExpertsPerBlock = 4, kRouterRo
 
 Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
   const int64_t experts = call.constant("experts"), hidden = call.constant("hidden");
-  LaunchDims d = per_row(env, kRouterRowsPerBlock * (8 * experts + 1024));
+  const int64_t static_shared = kRouterRowsPerBlock * (8 * experts + 1024);  // router.cuh static_shared_bytes
+  LaunchDims d = per_row(env, static_shared);
   d.block = 32 * kRouterRowsPerBlock;
   d.grid[0] = ceil_div(std::max<int64_t>(1, env.rows), kRouterRowsPerBlock);
   if (env.rows <= kRouterRows) d.grid[1] = ceil_div(experts, kRouterExpertsPerBlock);
   const BufferDecl* x = env.buffer ? env.buffer(call.arg("x")) : nullptr;
   const int64_t x_slot = ceil_div(hidden * (x && x->dtype == DType::BF16 ? 2 : 4), 16) * 16;
   d.dynamic_shared = 4 * 2 * (hidden + 8) + std::min(env.rows, kRouterRowsPerBlock) * x_slot;
-  d.bounds.push_back({"router shared memory", d.dynamic_shared + kRouterRowsPerBlock * (8 * experts + 1024), 0});
+  d.bounds.push_back({"router shared memory", d.dynamic_shared + static_shared, 0});
   return d;
 }
 

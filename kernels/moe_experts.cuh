@@ -43,9 +43,6 @@ union Shared {
   } row;
   moe_grouped::Tables<KK> grouped;
 };
-#endif
-
-#ifndef DSV41_CONTRACT_SCAN
 
 using moe_grouped::swiglu;
 

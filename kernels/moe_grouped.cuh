@@ -20,7 +20,8 @@
 // one row 136 -> 124 µs against w1 then w3 on all 8 warps, docs/perf.md dmoe); a phase 2 item's warps
 // take its experts' jobs side by side (split K, summed in slice order, only while there are fewer jobs
 // than warps). Steps with few items or many jobs split them further over blocks (kernels/moe_slices.cuh):
-// phase 1 items into K slices while there are few (the release share's shared expert), phase 2 items into
+// phase 1 items into K slices while there are few (release world 8's fused one-row step: 112; measured
+// on the release share's shared expert while it ran unfused, before branch moe4), phase 2 items into
 // sets of at most 8 jobs (no warp runs two jobs in turn), and a small last round's items of either phase
 // into parts; an item's last part to finish sums the parts in a fixed order.
 #pragma once
@@ -283,8 +284,9 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
         // sums straight into part when one warp holds it, else through red in slice order.
         const int jb = set * per, je = pairs.jobs < jb + per ? pairs.jobs : jb + per, nj = je - jb;
         const int split = nj <= 0 || nj >= kWarps ? 1 : kWarps / nj;
-        // Warp w: job jb + w / split, K slice w % split. One mma_tile call site
-        // (each inlined copy costs registers: two copies took the shared expert from 128 to 162).
+        // Warp w: job jb + w / split, K slice w % split. One mma_tile call site per weight format (a fused
+        // call whose shared expert has another format adds one: kMixed*); each inlined copy costs registers:
+        // two copies of one format took the shared expert from 128 to 162.
         const int j = jb + warp / split;
         if (warp < split * nj) {
           const int li = pairs.job[j] >> 16, m0 = pairs.start[li] + (pairs.job[j] & 65535);

@@ -1,6 +1,6 @@
 // kernels/moe_slices.cuh — work items of the grouped experts (kernels/moe_grouped.cuh) split over blocks:
-// a phase 1 with too few items to keep the grid busy (the release share's shared expert: 40 gate/up items
-// for 264 blocks) runs each item as S slices of its K range, and a phase 2 step with more than 8 jobs
+// a phase 1 with too few items to keep the grid busy (release world 8's fused one-row step: 112 gate/up
+// items for 264 blocks) runs each item as S slices of its K range, and a phase 2 step with more than 8 jobs
 // runs each item as sets of at most 8 jobs (so no warp takes two jobs in turn while others idle). A phase
 // whose items fill whole rounds of the grid but a small last one (the fused release share at one row: 280
 // phase 1 items, 320 phase 2 items for 264 blocks) splits only the items of that last round, so its items
@@ -18,16 +18,16 @@ namespace dsv41k {
 namespace moe_grouped {
 
 // Phase 1 (gate and up of 16 columns of one expert) is sliced only while it has fewer items than half the
-// grid's kMoeBlocks (the release share's shared expert: 40; measured faster there, 33.1 -> 28.6 us, and
-// slower for the bench's 144: docs/perf.md, dmoe), into at most kSliceItems items, each warp keeping at
-// least kSliceMinBlocks K blocks of a slice (one MMA K block = 4 chunks a row; at the release share's
-// shared expert that bound decides: 10 slices, 400 items). A last round of at most kMoeBlocks / kTailShare
-// items (either phase) is split into at most kMoeBlocks parts in all (docs/perf.md, moe5).
-constexpr int kSliceBelow = 132;  // kMoeBlocks / 2
-constexpr int kSliceItems = 528;  // 2 · kMoeBlocks
+// grid's kMoeBlocks, into at most kSliceItems items, each warp keeping at least kSliceMinBlocks K blocks of
+// a slice (one MMA K block = 4 chunks a row). Today: release world 8's fused one-row step (112 items, 4
+// slices, 448 items). History: measured on the release share's shared expert while it ran unfused (before
+// branch moe4: 40 items, that bound deciding 10 slices, 400 items), 33.1 -> 28.6 us, and slower for the
+// bench's 144 (docs/perf.md, dmoe). A last round of at most kMoeBlocks / kTailShare items (either phase)
+// is split into at most kMoeBlocks parts in all (docs/perf.md, moe5).
+constexpr int kSliceBelow = kMoeBlocks / 2;
+constexpr int kSliceItems = 2 * kMoeBlocks;
 constexpr int kSliceMinBlocks = 2;
 constexpr int kTailShare = 4;
-static_assert(kSliceBelow == kMoeBlocks / 2 && kSliceItems == 2 * kMoeBlocks, "the slices' tables follow the grid");
 
 #ifndef DSV41_CONTRACT_SCAN
 

@@ -11,7 +11,8 @@
 // reset by that block) picks every row's top-k, a warp a row. Larger phases take G = 1: the block scores
 // every expert itself, four at a time. Dynamic shared memory: the four staged gate rows, 4·2·(D + 8)
 // (bf16), then min(R, kRowsPerBlock) rows of x in its dtype, each padded to 16 bytes; static:
-// kRowsPerBlock·(8·E + 8·K) bytes, bounded by static_shared_bytes (K ≤ 128).
+// kRowsPerBlock·(8·E + 4·K) bytes and last_block_of_row's flag, within static_shared_bytes =
+// kRowsPerBlock·(8·E + 1024) (K ≤ 128).
 //
 // Logits: lane 8·e' + k of a row's warp keeps partial sum k (columns ≡ k mod 8, in increasing order) of
 // expert e'. With BF16 gates and D % 8 == 0 all the block's threads copy the four rows whole into shared
@@ -194,7 +195,7 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
                                        Int normalize, Scratch ids, Scratch weights) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && experts >= 1 && topk >= 1 && topk <= experts, "router constants out of range");
-  static_assert(topk <= 128, "static shared memory: the order and weights within static_shared_bytes");
+  static_assert(topk <= 128, "static shared memory: the order within static_shared_bytes");
   static_assert(router_detail::static_shared_bytes(experts) <= 46 * 1024, "the expert scores must fit static shared memory");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an act buffer");
   using namespace router_detail;

@@ -34,9 +34,10 @@ void PhaseEmitter::emit_ffn(int layer) {
       .scratch("ids", ids).scratch("weights", weights).weights("w1", w1).weights("w3", w3).weights("w2", w2);
   // Decode windows (the grouped experts' rows, kernels/moe_grouped.cuh) run the shared expert in the routed
   // experts' launch: its weights stream beside theirs, one launch and one tail fewer a layer. Larger
-  // phases keep two launches (the prefill GEMMs of kernels/moe_prefill.cuh take the routed experts only).
+  // phases keep two launches (the prefill GEMMs of kernels/moe_prefill.cuh take the routed experts only):
+  // the launch's row bound (kMoeRows, common/kernel_contract.h) decides.
   const std::string sp = p + "ffn.shared_experts.";
-  const bool fused = c.n_shared_experts > 0 && phase_.rows <= kManyRowsAbove;
+  const bool fused = c.n_shared_experts > 0 && phase_.rows <= kMoeRows;
   if (fused)
     routed.weight("shared_w1", weight(sp + "w1.weight")).weight("shared_w3", weight(sp + "w3.weight"))
         .weight("shared_w2", weight(sp + "w2.weight"));

@@ -52,8 +52,9 @@ Result<float> limit_arg(const OpContext& ctx) {
   return static_cast<float>(limit);
 }
 
-// The shared expert (weights prefix + w1, w3, w2) added onto out's active rows, as op shared_expert.
-Status add_shared_expert(const OpContext& ctx, const std::string& prefix, const TensorView& x, const TensorView& out) {
+// The shared expert (weights prefix + w1, w3, w2) added onto y's active rows, as op shared_expert.
+Status add_shared_expert(const OpContext& ctx, const std::string& prefix, const std::vector<float>& xf, bool round,
+                         std::vector<float>& y) {
   const StaticsView& st = ctx.statics();
   const int64_t d_count = ctx.constant("hidden"), f_count = ctx.constant("width"), rows = st.rows;
   DSV41_ASSIGN_OR_RETURN(const float* w1, weight_arg(ctx, prefix + "w1", f_count * d_count));
@@ -63,10 +64,7 @@ Status add_shared_expert(const OpContext& ctx, const std::string& prefix, const 
   std::vector<int64_t> active;
   for (int64_t r = 0; r < rows; ++r)
     if (st.active(r)) active.push_back(r);
-  const std::vector<float> xf = read_all(x);
-  std::vector<float> y = read_all(out);  // accumulates onto the routed sum
-  add_expert(xf, d_count, f_count, w1, w3, w2, limit, rounds(x), active, std::vector<float>(active.size(), 1.0f), y);
-  write_floats(out, 0, rows * d_count, y.data());
+  add_expert(xf, d_count, f_count, w1, w3, w2, limit, round, active, std::vector<float>(active.size(), 1.0f), y);
   return Status::ok();
 }
 
@@ -139,6 +137,9 @@ Status op_moe_experts(const OpContext& ctx) {
   const bool shared = ctx.has("shared_w1");
   DSV41_TRY(check_presence(ctx, "shared_w3", shared, "the shared expert needs shared_w1, shared_w3 and shared_w2"));
   DSV41_TRY(check_presence(ctx, "shared_w2", shared, "the shared expert needs shared_w1, shared_w3 and shared_w2"));
+  if (shared)  // refused before any write, as the other weights
+    for (const char* name : {"shared_w1", "shared_w3", "shared_w2"})
+      DSV41_TRY(weight_arg(ctx, name, f_count * d_count).status());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; st.active(r) && k < topk; ++k)
       if (const int32_t e = ids.get_int(r * topk + k); e < 0 || e >= experts)
@@ -162,9 +163,9 @@ Status op_moe_experts(const OpContext& ctx) {
       if (!by_expert[e].empty())
         add_expert(xf, d_count, f_count, w1[e], w3[e], w2[e], limit, rounds(x), by_expert[e], by_expert_weight[e], y);
   }
-  write_floats(out, 0, rows * d_count, y.data());
   // The shared expert in the same call: exactly op shared_expert after the routed sum.
-  if (shared) return add_shared_expert(ctx, "shared_", x, out);
+  if (shared) DSV41_TRY(add_shared_expert(ctx, "shared_", xf, rounds(x), y));
+  write_floats(out, 0, rows * d_count, y.data());
   return Status::ok();
 }
 
@@ -176,7 +177,10 @@ Status op_shared_expert(const OpContext& ctx) {
   const int64_t d_count = ctx.constant("hidden"), rows = st.rows;
   DSV41_ASSIGN_OR_RETURN(TensorView x, scratch_arg(ctx, "x", Want::Act, rows * d_count));
   DSV41_ASSIGN_OR_RETURN(TensorView out, scratch_arg(ctx, "out", Want::F32, rows * d_count));
-  return add_shared_expert(ctx, "", x, out);
+  std::vector<float> y = read_all(out);  // accumulates onto the routed sum
+  DSV41_TRY(add_shared_expert(ctx, "", read_all(x), rounds(x), y));
+  write_floats(out, 0, rows * d_count, y.data());
+  return Status::ok();
 }
 
 }  // namespace dsv41::cpu

@@ -69,10 +69,10 @@ constexpr int kReleaseMinVariants = 17;      // the heavy ops of release world 4
                                              // official-cache variants)
 constexpr int kReleaseMinQuantized = 7;
 // rope: its release shapes take a path the tiny's do not (several blocks a row); hc_collapse_norm at the
-// release width.
-const std::set<std::string> kReleaseOps = {"moe_experts", "shared_expert", "sparse_attention", "index_select",
-                                           "compress",    "linear",        "hc_mix",           "router",
-                                           "rope",        "hc_collapse_norm"};
+// release width. No shared_expert: decode phases (at most kMoeRows rows) run it inside moe_experts.
+const std::set<std::string> kReleaseOps = {"moe_experts", "sparse_attention", "index_select",
+                                           "compress",    "linear",           "hc_mix",
+                                           "router",      "rope",             "hc_collapse_norm"};
 
 // ---- the summary ----
 
@@ -266,14 +266,14 @@ TEST(GpuOps, BenchGroupedProjectionInAPrefillSegmentMatchesTheCpuOp) {
 // measures: one set of jobs at one row, several sets of at most 8 jobs at 2 and 8 rows (random ids: about
 // 11 and 33 distinct experts), gathered through the group's table (kernels/moe_slices.cuh); the shared
 // expert runs in the same launch (moe_experts with shared_w*, the decode phases' form; the K split of few
-// phase 1 items is not reached here: 7 experts or more a step give at least 1008 items). One case a
-// phase, since the variant key is the same at every row count.
+// phase 1 items is not reached here: 7 experts or more a step give at least 1008 items; see
+// gpu_moe_split_test.cpp). One case a phase, since the variant key is the same at every row count.
 TEST(GpuOps, BenchExpertsSplitOverBlocksMatchTheCpuOps) {
   GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
   auto r = plan_bench(s, "bench experts", 1, 8, {1, 2, 8});
   ASSERT_TRUE(r.is_ok()) << "bench world 1 rank 0: " << r.status().message();
-  const std::set<std::string> ops = {"moe_experts", "shared_expert"};
+  const std::set<std::string> ops = {"moe_experts"};
   int checked = 0, cases_seen = 0;
   for (size_t p = 0; p < (*r)->calls.phases.size(); ++p) {
     const Phase& phase = (*r)->calls.phases[p];

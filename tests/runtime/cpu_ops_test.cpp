@@ -453,6 +453,10 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
     w3.push_back(random_values(rng, f * d, -0.5f, 0.5f));
     w2.push_back(random_values(rng, d * f, -0.5f, 0.5f));
   }
+  // The shared expert's own weights: none of the routed entries, so reading one of those instead fails.
+  const std::vector<float> sw1 = random_values(rng, f * d, -0.5f, 0.5f);
+  const std::vector<float> sw3 = random_values(rng, f * d, -0.5f, 0.5f);
+  const std::vector<float> sw2 = random_values(rng, d * f, -0.5f, 0.5f);
   const std::vector<int32_t> ids = {3, 1, 0, 3, 0, 0};
   const std::vector<float> weights = {0.7f, 0.4f, 1.1f, 0.2f, 0.0f, 0.0f};
   // The routed experts' inputs (the fused call below takes the same); returns the ids.
@@ -478,9 +482,9 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
   FakeContext shared("shared_expert", {{"hidden", d}, {"width", f}});
   shared.set_rows(sequence_rows(rows - 1, 0, 1));
   fill(shared.add_scratch("x", act, {rows, d}), x);
-  shared.add_weight("w1", {f, d}, w1[0]);
-  shared.add_weight("w3", {f, d}, w3[0]);
-  shared.add_weight("w2", {d, f}, w2[0]);
+  shared.add_weight("w1", {f, d}, sw1);
+  shared.add_weight("w3", {f, d}, sw3);
+  shared.add_weight("w2", {d, f}, sw2);
   shared.add_float("limit", limit);
   TensorView acc = shared.add_scratch("out", DType::F32, {rows, d});
   fill(acc, values_of(out));
@@ -495,7 +499,7 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
         expert_direct(x.data() + r * d, d, f, w1[ids[r * topk + k]], w3[ids[r * topk + k]], w2[ids[r * topk + k]],
                       weights[r * topk + k], limit, rel, y, bound);
     for (int64_t i = 0; i < d; ++i) EXPECT_NEAR(out.get(r * d + i), y[i], bound[i]) << "routed " << r << "," << i;
-    if (r < rows - 1) expert_direct(x.data() + r * d, d, f, w1[0], w3[0], w2[0], 1.0, limit, rel, y, bound);
+    if (r < rows - 1) expert_direct(x.data() + r * d, d, f, sw1, sw3, sw2, 1.0, limit, rel, y, bound);
     for (int64_t i = 0; i < d; ++i) {
       const double expected = r < rows - 1 ? y[i] : (i == 0 ? 7.0 : 0.0);
       EXPECT_NEAR(acc.get(r * d + i), expected, bound[i]) << "with shared " << r << "," << i;
@@ -506,14 +510,17 @@ TEST_P(CpuOpsByActivation, MoeExpertsAndSharedExpertMatchTheFormula) {
   // inactive row zero as the routed sum leaves it.
   FakeContext fused("moe_experts", {{"hidden", d}, {"width", f}, {"experts", experts}, {"topk", topk}});
   routed_inputs(fused);
-  fused.add_weight("shared_w1", {f, d}, w1[0]);
-  fused.add_weight("shared_w3", {f, d}, w3[0]);
+  fused.add_weight("shared_w1", {f, d}, sw1);
+  fused.add_weight("shared_w3", {f, d}, sw3);
   fused.add_float("limit", limit);
   TensorView both = fused.add_scratch("out", DType::F32, {rows, d});
   fused.add_scratch("work", DType::BF16, {rows, topk * (f + 2)});
-  EXPECT_FALSE(fused.run().is_ok()) << "shared_w2 absent beside shared_w1 and shared_w3";
-  fused.add_weight("shared_w2", {d, f}, w2[0]);
   fill(both, std::vector<float>(rows * d, 5.0f));  // overwritten
+  EXPECT_FALSE(fused.run().is_ok()) << "shared_w2 absent beside shared_w1 and shared_w3";
+  fused.add_weight("shared_w2", {d, f - 1}, std::vector<float>(sw2.begin(), sw2.begin() + d * (f - 1)));
+  EXPECT_FALSE(fused.run().is_ok()) << "shared_w2 of shape [d, f - 1]";
+  EXPECT_EQ(values_of(both), std::vector<float>(rows * d, 5.0f)) << "refused before any write";
+  fused.add_weight("shared_w2", {d, f}, sw2);
   ASSERT_TRUE(fused.run().is_ok());
   for (int64_t i = 0; i < rows * d; ++i)
     EXPECT_EQ(both.get(i), i < (rows - 1) * d ? acc.get(i) : 0.0f) << "fused " << i / d << "," << i % d;
