@@ -59,17 +59,17 @@ __device__ __forceinline__ void angle_cos_sin(double freq, long long position, b
 }
 
 // The RoPE arguments of an op that rotates inside (rmsnorm_rope, sparse_attention), and entry i
-// (< rope_dim/2) of a row's table at `position`: cos and sin of +position·freq_i, as fp32.
+// (< rope_dim/2) of a row's table at `position`: cos and sin of ±position·freq_i (− when `inverse`), as fp32.
 struct RopeArgs {
   Real theta, yarn_factor;
   Int yarn_original;
   Real beta_fast, beta_slow;
 };
 __device__ __forceinline__ void table_entry(const RopeArgs& a, long long rope_dim, int i, long long position,
-                                            float* cs, float* sn) {
+                                            float* cs, float* sn, bool inverse = false) {
   const double freq = frequency(i, rope_dim, static_cast<double>(a.theta), static_cast<double>(a.yarn_factor),
                                 a.yarn_original, static_cast<double>(a.beta_fast), static_cast<double>(a.beta_slow));
-  angle_cos_sin(freq, position, false, cs[i], sn[i]);
+  angle_cos_sin(freq, position, inverse, cs[i], sn[i]);
 }
 
 // One interleaved pair rotated in fp32 without fused multiply-add.
@@ -115,12 +115,9 @@ __device__ __forceinline__ void rope(Rows rows, Statics statics, Scratch x, Scra
   // The row's cos/sin table: a chain of fp64 operations (about 2 µs), so the pairwise path issues its
   // loads first and the table's latency hides behind theirs.
   auto table = [&] {
-    if (tid < P) {
-      const double freq = rope_detail::frequency(tid, rope_dim, static_cast<double>(theta),
-                                                 static_cast<double>(yarn_factor), yarn_original,
-                                                 static_cast<double>(beta_fast), static_cast<double>(beta_slow));
-      rope_detail::angle_cos_sin(freq, position, inverse == 1, cs[tid], sn[tid]);
-    }
+    if (tid < P)
+      rope_detail::table_entry({theta, yarn_factor, yarn_original, beta_fast, beta_slow}, rope_dim, tid, position, cs,
+                               sn, inverse == 1);
     __syncthreads();
   };
   if constexpr (kPairwise) {
