@@ -50,11 +50,15 @@ LaunchDims experts_launch(const CallEnv& env, int64_t static_shared) {
 
 }  // namespace
 
-// kernels/router.cuh (mirrors router_detail): blocks of kRouterRowsPerBlock warps, a warp a row; decode
-// phases spread each row group's experts over ceil(E / 4) blocks (the group's last block picks the
-// top-k), larger phases keep a block a row group. The four staged gate rows (bf16) and the block's rows of
-// x (in x's dtype, fp32 when unknown, each padded to 16 bytes) sit in dynamic shared memory.
+// kernels/router.cuh (mirrors kernels/router_layout.cuh): blocks of kRouterRowsPerBlock warps, a warp a
+// row; decode phases spread each row group's experts over ceil(E / 4) blocks (the group's last block picks
+// the top-k), larger phases keep a block a row group. The four staged gate rows (bf16) and the block's rows
+// of x (in x's dtype, fp32 when unknown, each padded to 16 bytes) sit in dynamic shared memory; at one row
+// with D % 128 == 0, then the products' table of kernels/router_products.cuh (32 rows of product_row
+// floats; used with BF16 gates only, given whatever the gate's format).
 constexpr int64_t kRouterRowsPerBlock = 4, kRouterExpertsPerBlock = 4, kRouterRows = 16;
+
+static int64_t router_product_bytes(int64_t hidden) { return 32 * 4 * ((hidden / 8 + 31) / 32 * 32 + 4); }
 
 Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
   const int64_t experts = call.constant("experts"), hidden = call.constant("hidden");
@@ -66,6 +70,7 @@ Result<LaunchDims> launch_router(const Call& call, const CallEnv& env) {
   const BufferDecl* x = env.buffer ? env.buffer(call.arg("x")) : nullptr;
   const int64_t x_slot = ceil_div(hidden * (x && x->dtype == DType::BF16 ? 2 : 4), 16) * 16;
   d.dynamic_shared = 4 * 2 * (hidden + 8) + std::min(env.rows, kRouterRowsPerBlock) * x_slot;
+  if (env.rows == 1 && hidden % 128 == 0) d.dynamic_shared += router_product_bytes(hidden);
   d.bounds.push_back({"router shared memory", d.dynamic_shared + static_shared, 0});
   return d;
 }

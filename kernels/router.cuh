@@ -10,49 +10,46 @@
 // hands them to the module's score table; the rows' last block to finish (a counter per row group,
 // reset by that block) picks every row's top-k, a warp a row. Larger phases take G = 1: the block scores
 // every expert itself, four at a time. Dynamic shared memory: the four staged gate rows, 4·2·(D + 8)
-// (bf16), then min(R, kRowsPerBlock) rows of x in its dtype, each padded to 16 bytes; static:
-// kRowsPerBlock·(8·E + 4·K) bytes and last_block_of_row's flag, within static_shared_bytes =
-// kRowsPerBlock·(8·E + 1024) (K ≤ 128).
+// (bf16), then min(R, kRowsPerBlock) rows of x in its dtype, each padded to 16 bytes, then at R = 1 with
+// D % 128 == 0 the products' table, 32·4·product_row(D) bytes; static: kRowsPerBlock·(8·E + 4·K) bytes
+// and last_block_of_row's flag, within static_shared_bytes = kRowsPerBlock·(8·E + 1024) (K ≤ 128). The
+// numbers are kernels/router_layout.cuh's.
 //
 // Logits: lane 8·e' + k of a row's warp keeps partial sum k (columns ≡ k mod 8, in increasing order) of
 // expert e'. With BF16 gates and D % 8 == 0 all the block's threads copy the four rows whole into shared
 // memory with cp.async (16 bytes a copy, every copy in flight at once, in kParts groups so the sums start
 // on the first part while the rest lands) and each lane then walks its column class there; the butterfly
 // over the eight lanes forms the CPU's ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)). Other formats
-// read element by element (group8_dot). Top-k: K warp-wide arg-max passes over register-held keys (the
+// read element by element (group8_dot). At one row (BF16 gates, D % 128 == 0) warps 1-3 stage the rows and
+// form the products, and warp 0 only adds them (kernels/router_products.cuh: the same products, the same
+// order of adds). Top-k: K warp-wide arg-max passes over register-held keys (the
 // value's order-preserving bits; two warp reductions a pass, max key then min id, so the tie rule holds),
-// only the winner's lane rescanning its experts.
+// only the winner's lane rescanning its experts. The weights: lane k writes choice k.
 #pragma once
 
 #include "cp_async.cuh"
 #include "last_block.cuh"
+#include "router_layout.cuh"
+#include "router_products.cuh"
 
 namespace dsv41k {
 namespace router_detail {
-constexpr int kRowsPerBlock = 4;  // a warp a row
-constexpr int kThreads = 32 * kRowsPerBlock;
-constexpr int kExpertsPerBlock = 4;
-constexpr int kRouterRows = 16;  // phases of at most this many rows split a row's experts over blocks
-constexpr int kParts = 4;        // cp.async groups a gate row is copied in
-__device__ constexpr long long stage_row(long long d) { return d + 8; }  // bf16; the four rows in other banks
-__device__ constexpr long long static_shared_bytes(long long e) { return kRowsPerBlock * (8 * e + 1024); }
-
 #ifndef DSV41_CONTRACT_SCAN
 // A split launch's scores, [row][σ of E, then σ + bias of E], and each row group's count of finished blocks.
 template <long long E>
 __device__ float g_scores[kRouterRows * 2 * E];
 __device__ unsigned g_finished[kRouterRows / kRowsPerBlock];
 
-// Copies gate rows e0 .. e0 + 3 (those below E) into the stage, all of the block's threads, one
-// cp.async group a part (BF16 gates with D % 8 == 0 only).
+// Copies gate rows e0 .. e0 + 3 (those below E) into the stage, threads t0 .. t0 + nt − 1 of the block
+// (t: this thread's index among them), one cp.async group a part (BF16 gates with D % 8 == 0 only).
 template <int D>
-__device__ __forceinline__ void stage_gate(Weight gate, int e0, int E, unsigned short* stage) {
+__device__ __forceinline__ void stage_gate(Weight gate, int e0, int E, unsigned short* stage, int t0, int nt) {
   constexpr int NC = D / 8, RS = static_cast<int>(stage_row(D));  // 8-column chunks a row; staged row stride
   const unsigned short* g = static_cast<const unsigned short*>(gate.data);
 #pragma unroll
   for (int part = 0; part < kParts; ++part) {
     const int q0 = NC * part / kParts, n = NC * (part + 1) / kParts - q0;
-    for (int t = threadIdx.x; t < 4 * n; t += kThreads) {
+    for (int t = t0; t < 4 * n; t += nt) {
       const int row = t / n, q = q0 + t % n;
       if (e0 + row < E) cp_async16(stage + row * RS + 8 * q, g + static_cast<long long>(e0 + row) * D + 8 * q);
     }
@@ -115,16 +112,12 @@ __device__ __forceinline__ float expert_logit(Weight gate, int e0, int E, const 
                                               bool live) {
   const int lane = threadIdx.x & 31, k = lane & 7, sub = lane >> 3;
   if constexpr (FMT == WF_BF16 && D % 8 == 0) {
-    static_assert(kParts == 4, "the waits below count four groups");
     constexpr int NC = D / 8, RS = static_cast<int>(stage_row(D));
     const unsigned short* w = stage + sub * RS + k;
     float acc = 0.0f;
 #pragma unroll
     for (int part = 0; part < kParts; ++part) {
-      if (part == 0) cp_async_wait<3>();
-      else if (part == 1) cp_async_wait<2>();
-      else if (part == 2) cp_async_wait<1>();
-      else cp_async_wait<0>();
+      wait_gate_part(part);
       __syncthreads();  // every thread's copies of this part have landed
       if (!live) continue;
       const int q0 = NC * part / kParts, q1 = NC * (part + 1) / kParts;
@@ -150,37 +143,47 @@ __device__ __forceinline__ unsigned order_key(float v) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+__device__ constexpr int ceil_log2(int n) { return n <= 1 ? 0 : 1 + ceil_log2((n + 1) / 2); }
+
+// The largest of a lane's N keys and its index, the lower index among equal keys: a tree of pairwise
+// maxima (depth log2 N, not a chain of N compares; the left side holds the lower indices, so a strict
+// compare keeps ties there).
+template <int N>
+__device__ __forceinline__ void lane_best(const unsigned (&key)[N], unsigned& best, int& best_i) {
+  unsigned k[N];
+  int ix[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) k[i] = key[i], ix[i] = i;
+  constexpr int kLevels = ceil_log2(N);
+#pragma unroll
+  for (int l = 0; l < kLevels; ++l)
+#pragma unroll
+    for (int i = 0; i + (1 << l) < N; i += 2 << l)
+      if (k[i + (1 << l)] > k[i]) k[i] = k[i + (1 << l)], ix[i] = ix[i + (1 << l)];
+  best = k[0];
+  best_i = ix[0];
+}
+
 // One warp: the K best of the E keys (lane + 32·i held by the lane in key[i]) into order[], best first,
 // ties to the lower id. Each pass takes the warp's largest key, then the lowest id holding it; the
-// winner's lane clears that key and rescans its own.
+// winner's lane clears that key and finds its own best again.
 template <int E, int K>
 __device__ __forceinline__ void top_k(unsigned (&key)[(E + 31) / 32], int* order) {
   constexpr int kPerLane = (E + 31) / 32;
   const int lane = threadIdx.x & 31;
-  unsigned best = 0u;
-  int best_i = 0;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i)
-    if (key[i] > best) {  // strict: the first (lowest id) of equal keys stays
-      best = key[i];
-      best_i = i;
-    }
+  unsigned best;
+  int best_i;
+  lane_best(key, best, best_i);
   for (int k = 0; k < K; ++k) {
     const unsigned top = __reduce_max_sync(0xffffffffu, best);
     const unsigned mine = best == top ? static_cast<unsigned>(lane + 32 * best_i) : 0xffffffffu;
     const unsigned id = __reduce_min_sync(0xffffffffu, mine);
     if (lane == 0) order[k] = static_cast<int>(id);
     if (static_cast<int>(id & 31u) == lane) {
-      best = 0u;
-      best_i = 0;
 #pragma unroll
-      for (int i = 0; i < kPerLane; ++i) {
-        if (lane + 32 * i == static_cast<int>(id)) key[i] = 0u;
-        if (key[i] > best) {
-          best = key[i];
-          best_i = i;
-        }
-      }
+      for (int i = 0; i < kPerLane; ++i)
+        if (static_cast<unsigned>(lane + 32 * i) == id) key[i] = 0u;  // (not key[id / 32]: a local-memory store)
+      lane_best(key, best, best_i);
     }
   }
   __syncwarp();
@@ -224,10 +227,17 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
       static_cast<float*>(weights)[r * K + k] = 0.0f;
     }
   void* xs = x_rows + warp * kXSlot;
+  // One row: warps 1-3 copy and multiply, warp 0 adds (router_products.cuh); the launch gives the products'
+  // table after the x row. Else every thread copies, and each live warp runs its row's chains.
+  constexpr bool kProductsPath = format_gate == WF_BF16 && D % 128 == 0;
+  const bool products = kProductsPath && rows == 1;
+  float* product_table = reinterpret_cast<float*>(x_rows + kXSlot);  // [32][product_row(D)], products only
+  const int t0 = products ? static_cast<int>(threadIdx.x) - 32 : static_cast<int>(threadIdx.x);
+  const int nt = products ? kProducers : kThreads;
   if constexpr (D % 8 == 0) {  // the block's rows by cp.async too (their own group, before the gate's)
     constexpr int kChunks = kXBytes / 16;
     const unsigned char* xr = static_cast<const unsigned char*>(x) + first * kXBytes;
-    for (int t = threadIdx.x; t < here * kChunks; t += kThreads) {
+    for (int t = t0; t >= 0 && t < here * kChunks; t += nt) {
       const int row = t / kChunks, c = t % kChunks;
       cp_async16(x_rows + row * kXSlot + 16 * c, xr + static_cast<long long>(row) * kXBytes + 16 * c);
     }
@@ -240,9 +250,17 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   // G > 1: this block's four experts; G = 1: all of them, four at a time.
   for (int e0 = g * kExpertsPerBlock; e0 < E; e0 += G * kExpertsPerBlock) {
     __syncthreads();  // the previous experts' sums are done with the stage (and the plain x stores landed)
-    if constexpr (format_gate == WF_BF16 && D % 8 == 0) stage_gate<D>(gate, e0, E, stage);
+    if constexpr (format_gate == WF_BF16 && D % 8 == 0)
+      if (t0 >= 0) stage_gate<D>(gate, e0, E, stage, t0, nt);
     const int e = e0 + (lane >> 3);
-    const float logit = expert_logit<format_gate, dtype_x, D>(gate, e0, E, xs, stage, live);
+    float logit = 0.0f;
+    if constexpr (kProductsPath) {
+      if (products) {
+        if (warp == 0) logit = add_products<D>(product_table, live);
+        else form_products<dtype_x, D>(e0, E, x_rows, stage, product_table);
+      }
+    }
+    if (!products) logit = expert_logit<format_gate, dtype_x, D>(gate, e0, E, xs, stage, live);
     if (live && e < E && (lane & 7) == 0) {
       // softplus(v) = max(v, 0) + log1p(exp(−|v|)), each step rounded to fp32 as on the CPU.
       const float ex = static_cast<float>(exp(-static_cast<double>(fabsf(logit))));
@@ -286,17 +304,16 @@ __device__ __forceinline__ void router(Rows rows, Statics statics, Scratch x, We
   for (int i = 0; i < kPerLane; ++i) key[i] = lane + 32 * i < E ? order_key(biased[warp][lane + 32 * i]) : 0u;
   top_k<E, K>(key, order[warp]);
 
-  if (lane == 0) {
-    int* idr = static_cast<int*>(ids) + r * K;
-    float* wr = static_cast<float*>(weights) + r * K;
-    float total = 0.0f;
-    for (int k = 0; k < K; ++k) total = __fadd_rn(total, score[warp][order[warp][k]]);
-    for (int k = 0; k < K; ++k) {
-      float w = score[warp][order[warp][k]];
-      if (normalize && K > 1) w = __fdiv_rn(w, __fadd_rn(total, 1e-20f));  // K = 1 keeps σ, as the official gate
-      idr[k] = order[warp][k];
-      wr[k] = __fmul_rn(w, scaling);
-    }
+  // Lane k writes choice k (every lane forms the same total, in the CPU's order), so the divisions overlap.
+  int* idr = static_cast<int*>(ids) + r * K;
+  float* wr = static_cast<float*>(weights) + r * K;
+  float total = 0.0f;
+  for (int k = 0; k < K; ++k) total = __fadd_rn(total, score[warp][order[warp][k]]);
+  for (int k = lane; k < K; k += 32) {
+    float w = score[warp][order[warp][k]];
+    if (normalize && K > 1) w = __fdiv_rn(w, __fadd_rn(total, 1e-20f));  // K = 1 keeps σ, as the official gate
+    idr[k] = order[warp][k];
+    wr[k] = __fmul_rn(w, scaling);
   }
 #endif
 }

@@ -6,9 +6,7 @@
 #include <set>
 
 namespace dsv41::gpu {
-namespace {
 
-// A stored tensor with its scale, as the layout holds them.
 Result<uint64_t> stored_bytes(const DeviceLayout& layout, int64_t index, const Phase& phase, size_t call) {
   if (index < 0 || index >= static_cast<int64_t>(layout.stored.bytes.size()) || layout.stored.offset[index] < 0)
     return Status::errorf("phase {} call #{} ({}): weight {} is not in the device layout ({} tensors)", phase.name, call,
@@ -18,8 +16,6 @@ Result<uint64_t> stored_bytes(const DeviceLayout& layout, int64_t index, const P
   if (scale >= 0 && layout.stored.offset[scale] >= 0) bytes += layout.stored.bytes[scale];
   return bytes;
 }
-
-}  // namespace
 
 Result<PhaseWeightBytes> phase_weight_bytes(const fb::Program& program, const Phase& phase, const DeviceLayout& layout) {
   PhaseWeightBytes out;

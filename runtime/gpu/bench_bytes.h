@@ -39,6 +39,10 @@ struct PhaseWeightBytes {
 // not an I32 [rows, topk] buffer.
 Result<PhaseWeightBytes> phase_weight_bytes(const fb::Program& program, const Phase& phase, const DeviceLayout& layout);
 
+// Weight `index` named by call #`call` of `phase` as stored on the device, with its UE8M0 scale; refuses a
+// tensor the layout does not hold, naming the call.
+Result<uint64_t> stored_bytes(const DeviceLayout& layout, int64_t index, const Phase& phase, size_t call);
+
 struct StepBytes {
   uint64_t dense = 0, embed = 0, experts = 0;
   int64_t experts_read = 0;   // Σ over moe_experts calls of the distinct experts selected

@@ -10,6 +10,22 @@ nlohmann::json stats_json(const TimeStats& s) {
   return {{"count", s.count}, {"median", s.median}, {"p10", s.p10}, {"p90", s.p90}, {"min", s.min}, {"max", s.max}};
 }
 
+// The per-call-site rows of a phase: its products and every other op that reads weights, against the
+// bytes' time at the run's roofline.
+std::string sites_text(const PhaseMeasure& m, double roofline_gb_per_s) {
+  std::string out = fmt::format("\n{}: per call site (calls naming weights; eager pass; roofline us: the site's bytes "
+                                "at {:.0f} GB/s)\n", m.phase, roofline_gb_per_s);
+  out += fmt::format("  {:<16} {:<44} {:>5} {:>9} {:>11} {:>11} {:>8} {:>9}\n", "op", "site", "calls", "MB a call",
+                     "us a call", "roofline us", "ms", "roofline");
+  for (const SiteTime& s : group_call_sites(m.calls)) {
+    const double roof_us = roofline_gb_per_s > 0 ? s.bytes / roofline_gb_per_s * 1e-3 : 0;
+    out += fmt::format("  {:<16} {:<44} {:>5} {:>9.2f} {:>11.2f} {:>11.2f} {:>8.3f} {:>8.1f}%\n", s.op, s.site, s.calls,
+                       s.bytes / 1e6, 1e3 * s.median_ms, roof_us, s.ms,
+                       s.median_ms > 0 ? 100 * roof_us / (1e3 * s.median_ms) : 0.0);
+  }
+  return out;
+}
+
 std::string logits_note(const BenchReport& r) {
   if (r.alone) return "not meaningful: the rank ran alone (its exchanges had no peers), so no logits or tokens are claimed";
   return r.with_peers ? fmt::format("computed as in serving (world {}: every rank a process, NCCL inside the graphs)", r.world)
@@ -58,6 +74,7 @@ std::string bench_text(const BenchReport& r) {
     for (const OpTime& t : m.ops)
       out += fmt::format("  {:<20} {:>6} {:>11.3f} {:>11.4f} {:>6.1f}%\n", t.op, t.calls, t.ms, t.ms / t.calls,
                          100 * t.share);
+    if (!m.calls.empty()) out += sites_text(m, r.roofline.gb_per_s);
   }
   return out + draft_text(r);
 }
@@ -85,6 +102,15 @@ nlohmann::json bench_json(const BenchReport& r) {
     if (!m.ops.empty()) {
       phase["per_op"] = ops;
       phase["eager_ms"] = m.eager_ms;
+    }
+    if (!m.calls.empty()) {
+      nlohmann::json calls = nlohmann::json::array();
+      for (const CallTime& c : m.calls)
+        calls.push_back({{"index", c.index}, {"op", c.op}, {"weight", c.weight}, {"bytes", c.bytes},
+                         {"grid", {c.grid[0], c.grid[1], c.grid[2]}}, {"ms", c.ms}});
+      phase["per_call"] = {{"calls", calls},
+                           {"source", "eager pass, CUDA events around each launch; bytes: the weights the call names "
+                                      "as stored, scales included, routed expert lists not counted"}};
     }
     if (m.exchanges > 0)
       phase["exchanges"] = {{"count", m.exchanges}, {"ms", m.exchange_ms},

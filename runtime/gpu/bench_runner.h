@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "runtime/gpu/bench_bytes.h"
+#include "runtime/gpu/bench_calls.h"
 #include "runtime/gpu/bench_draft.h"
 #include "runtime/gpu/bench_plan.h"
 #include "runtime/gpu/bench_stats.h"
@@ -44,6 +45,7 @@ struct PhaseMeasure {
   int64_t exchanges = 0;
   double exchange_ms = 0;
   std::vector<OpTime> ops;  // --per-op: slowest first
+  std::vector<CallTime> calls;  // --per-op: every launched call naming a weight, in call order
   std::string error;        // the phase failed (the others are still measured); empty: measured
 };
 

@@ -99,7 +99,9 @@ std::string row_class(const std::string& op, int64_t rows) {
     if (rows > kSplitRows) return " (a block a row)";
     return rows == 1 ? " (split rows: 1)" : rows <= 8 ? " (split rows: 2-8)" : " (split rows: 9-16)";
   }
-  if (op == "index_select" || op == "router") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
+  if (op == "index_select") return rows <= kSplitRows ? " (split rows)" : " (a block a row)";
+  // The router at one row: warps 1-3 form the products, warp 0 adds them (kernels/router_products.cuh).
+  if (op == "router") return rows > kSplitRows ? " (a block a row)" : rows == 1 ? " (split rows: 1)" : " (split rows)";
   // kernels/sparse_attention.cuh: decode rows split their keys over blocks (most splits at one row),
   // larger phases take a block a (row, head group).
   if (op == "sparse_attention")

@@ -1,6 +1,7 @@
 // tests/runtime/bench_test.cpp — what `dsv41-rt bench` computes without a GPU: quantiles, option and world
 // checks, the phases and statics it picks, the weight bytes of a step against a count by tensor name,
-// the per-op grouping, and the CLI's refusals (cpu backend, no driver).
+// the per-op and per-call-site grouping, and the CLI's refusals (cpu backend, no driver).
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -236,6 +237,39 @@ TEST(BenchRunner, PerCallTimesGroupByOpSlowestFirst) {
   EXPECT_EQ(ops[1].op, "moe_experts");
   EXPECT_EQ(ops[2].op, "rope");
   EXPECT_DOUBLE_EQ(ops[2].share, 0.5 / 7.0);
+}
+
+// Every launched call naming a weight is listed with its first weight and the stored bytes of its weights;
+// the sites group a weight's layers under one name.
+TEST_F(BenchTiny, PerCallListingNamesEachWeightAndItsBytes) {
+  const fb::Program& p = program().program();
+  const CallLists calls = read_call_lists(p).value();
+  const DeviceLayout layout = plan_device_layout(program(), calls).value();
+  const Phase* r1 = find_phase_in(calls.phases, "decode.r1");
+  ASSERT_NE(r1, nullptr);
+  std::vector<double> ms(r1->calls.size(), 0.002);
+  ms[0] = -1;  // a call that did not launch is not listed
+  auto listed = call_times(p, *r1, layout, ms);
+  ASSERT_TRUE(listed.is_ok()) << listed.status().message();
+  int64_t wq_a = 0;
+  for (const CallTime& c : *listed) {
+    EXPECT_NE(c.index, 0u);
+    EXPECT_GT(c.bytes, 0u) << c.weight;
+    if (c.op == "linear" && c.weight.find(".attn.wq_a.weight") != std::string::npos) {
+      ++wq_a;
+      EXPECT_EQ(c.grid[0], r1->calls[c.index].launch.grid[0]);
+    }
+  }
+  const auto sites = group_call_sites(*listed);
+  const auto site = std::find_if(sites.begin(), sites.end(), [](const SiteTime& s) { return s.site == "layers.*.attn.wq_a.weight"; });
+  ASSERT_NE(site, sites.end());
+  EXPECT_GT(wq_a, 1);
+  EXPECT_EQ(site->calls, wq_a);
+  EXPECT_DOUBLE_EQ(site->median_ms, 0.002);
+  EXPECT_EQ(call_site("layers.12.attn.wq_a.weight"), "layers.*.attn.wq_a.weight");
+  EXPECT_EQ(call_site("mtp.0.e2h.weight"), "mtp.*.e2h.weight");
+  EXPECT_EQ(call_site("head.weight"), "head.weight");
+  EXPECT_EQ(call_site("layers.1x.w"), "layers.1x.w");
 }
 
 // fixtures/dsv41-bench: the release's shapes, 4 layers, 64 experts, no Engram, no drafter; it plans at

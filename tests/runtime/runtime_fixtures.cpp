@@ -147,7 +147,10 @@ std::vector<float> dequantized_full_tensor(const fs::path& model_dir, const fb::
   return out;
 }
 
-std::string dsv41rt_path() { return DSV41RT_PATH; }
+std::string dsv41rt_path() {
+  const char* carried = std::getenv("DSV41_RT_BINARY");
+  return carried && *carried ? carried : DSV41RT_PATH;
+}
 
 CommandResult run_dsv41rt(const std::vector<std::string>& args) {
   std::string command = shell_quote(dsv41rt_path());

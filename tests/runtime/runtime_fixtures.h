@@ -45,6 +45,8 @@ int64_t weight_index(const fb::Program& program, const std::string& name);
 std::vector<float> dequantized_full_tensor(const fs::path& model_dir, const fb::Program& program, const std::string& name,
                                            int64_t& rows, int64_t& cols);
 
+// The dsv41-rt the tests run: $DSV41_RT_BINARY where set (a test binary carried to a GPU machine without
+// its build, beside a carried dsv41-rt), else the one built with the tests.
 std::string dsv41rt_path();
 // Runs the built dsv41-rt with `args` (each shell-quoted).
 CommandResult run_dsv41rt(const std::vector<std::string>& args);
