@@ -21,9 +21,10 @@ std::vector<OpSpec> build_specs() {
   return {
       {"embed", {"hidden", "streams"}, {{"statics", SX}, {"table", W}, {"out", S}}},
       {"hc_pre_init", {"streams", "mix"}, {{"out", S}}},
-      {"hc_mix", {"hidden", "streams", "sinkhorn_iters"},
-       {{"x", S}, {"fn", W}, {"base", W}, {"scale", W}, {"eps", F}, {"hc_eps", F}, {"out", S}}},
       {"hc_collapse_norm", {"hidden", "streams"}, {{"x", S}, {"mix", S}, {"norm", W}, {"eps", F}, {"out", S}}},
+      {"hc_front", {"hidden", "streams", "sinkhorn_iters"},
+       {{"x", S}, {"fn", W}, {"base", W}, {"scale", W}, {"eps", F}, {"hc_eps", F}, {"out", S}, {"prev_mix", S},
+        {"norm", W}, {"normed", S}}},
       {"hc_post", {"hidden", "streams"}, {{"x", S}, {"sub", S}, {"mix", S}, {"out", S}}},
       {"linear", {"in_features", "out_features"}, {{"x", S}, {"w", W}, {"out", S}}},
       {"grouped_linear", {"groups", "in_per_group", "out_per_group"}, {{"x", S}, {"w", W}, {"out", S}}},

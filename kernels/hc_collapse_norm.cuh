@@ -74,26 +74,22 @@ __device__ __forceinline__ float vector_sumsq(const void* x, long long row_off, 
   }
   return sq;
 }
-}  // namespace hc_collapse_norm_detail
 
-namespace entry {
-
+// Slice g of G of row blockIdx.x (the entry: blockIdx.y of gridDim.y; kernels/hc_front.cuh: its blocks z = 1).
 template <long long hidden, long long streams, int dtype_x, int format_norm, int dtype_out>
-__device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scratch x, Scratch mix, Weight norm,
-                                                 Real eps, Scratch out) {
+__device__ __forceinline__ void collapse_blocks(Rows rows, Statics statics, Scratch x, Scratch mix, Weight norm,
+                                                Real eps, Scratch out, int g, int G) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && hidden <= (1 << 24), "hidden out of range");
   static_assert(streams >= 1 && streams <= 64, "streams out of range");
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an activation (BF16, or F32 in check mode)");
   static_assert(dtype_out == DT_F32 || dtype_out == DT_BF16, "out is an activation (BF16, or F32 in check mode)");
-  using namespace hc_collapse_norm_detail;
   constexpr long long S = streams, M = (2 + S) * S, D = hidden;
   constexpr int T = kThreads;
   __shared__ float red[32];
   __shared__ float pre[S];
   const long long r = blockIdx.x;
   if (r >= rows) return;
-  const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
   const int tid = threadIdx.x;
   // This block's columns [lo, hi).
   const long long per = (D + G - 1) / G;
@@ -149,6 +145,18 @@ __device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scr
     const float w = d == d0 ? norm0 : weight_at<format_norm>(norm, d);
     store<dtype_out>(out, r * D + d, __fmul_rn(__fmul_rn(h, inv), w));
   }
+#endif
+}
+}  // namespace hc_collapse_norm_detail
+
+namespace entry {
+
+template <long long hidden, long long streams, int dtype_x, int format_norm, int dtype_out>
+__device__ __forceinline__ void hc_collapse_norm(Rows rows, Statics statics, Scratch x, Scratch mix, Weight norm,
+                                                 Real eps, Scratch out) {
+#ifndef DSV41_CONTRACT_SCAN
+  hc_collapse_norm_detail::collapse_blocks<hidden, streams, dtype_x, format_norm, dtype_out>(
+      rows, statics, x, mix, norm, eps, out, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y));
 #endif
 }
 

@@ -1,11 +1,12 @@
-// kernels/hc_mix.cuh — HCmix of docs/model.md §5 (docs/ops.md "hc_mix"): for an active row,
+// kernels/hc_mix.cuh — HCmix of docs/model.md §5, the first half of hc_front (kernels/hc_front.cuh; docs/ops.md
+// "hc_front"): for an active row,
 // ρ = (mean(x²) + eps)^−½ over its S·D values, m = ρ·(x·fnᵀ) (M = (2+S)·S columns),
 // pre = sigmoid(scale₀·m + base) + hc_eps, post = 2·sigmoid(scale₁·m + base),
 // C = scale₂·m + base followed by the Sinkhorn passes; out F32 [R, M]. Inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R, G): at decode (R ≤ kMixRows)
-// G = ceil(S·D / (4·kLanes)) blocks a row (at most kMixSplits<M>: 40 at the release's S·D = 20480), each
-// summing a slice of the row's inputs (whole vectors of four), else one block a row. The block's warps
+// Launch (common/kernel_launch_hc.cpp mix_grid; hc_front's blocks z = 0): block 512 threads = 16 warps, grid
+// (R, G): at decode (R ≤ kMixRows) G = ceil(S·D / (4·kLanes)) blocks a row (at most kMixSplits<M>: 40 at
+// the release's S·D = 20480), each summing a slice of the row's inputs (whole vectors of four), else one block a row. The block's warps
 // form kGroups column groups of kLanes threads: a thread takes one vector of four inputs at a time and
 // the group's columns of a pass (c ≡ group mod kGroups; kGroups·kGroupCols = 24 columns a pass, so the
 // release's M = 24 is one pass: each thread has its 6 vector loads of fn in flight together, and fn
@@ -173,14 +174,12 @@ __device__ __forceinline__ void sinkhorn_lanes(float* c, long long iters, float 
   if (lane < N * N) c[lane] = v;
   __syncwarp();
 }
-}  // namespace hc_mix_detail
 
-namespace entry {
-
+// Block g of row blockIdx.x's G (kernels/hc_front.cuh: its blocks z = 0, g = blockIdx.y, G = gridDim.y).
 template <long long hidden, long long streams, long long sinkhorn_iters, int dtype_x, int format_fn, int format_base,
           int format_scale>
-__device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,
-                                       Real eps, Real hc_eps, Scratch out) {
+__device__ __forceinline__ void mix_blocks(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,
+                                           Real eps, Real hc_eps, Scratch out, int g, int G) {
 #ifndef DSV41_CONTRACT_SCAN
   static_assert(hidden >= 1 && hidden <= (1 << 24), "hidden out of range");
   static_assert(streams >= 1 && streams <= 16, "streams out of range for this kernel (1 .. 16)");
@@ -188,7 +187,6 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   static_assert(dtype_x == DT_F32 || dtype_x == DT_BF16, "x is an activation (BF16, or F32 in check mode)");
   constexpr long long S = streams, M = (2 + S) * S, W = S * hidden, V = (W + 3) / 4;  // V vectors of four
   constexpr bool kVector = W % 4 == 0;  // fn rows and x rows start 16- and 8-byte aligned
-  using namespace hc_mix_detail;
   static_assert(M <= kThreads, "a thread a column of base");
   constexpr int kSplits = kMixSplits<M>;
   __shared__ float red[kWarps];
@@ -199,7 +197,6 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   __shared__ float result[M];  // pre, post, then the comb
   const long long r = blockIdx.x;
   if (r >= rows) return;
-  const int G = static_cast<int>(gridDim.y), g = static_cast<int>(blockIdx.y);
   if (G > 1 && (rows > kMixRows || G > kSplits)) return;  // a grid the table cannot hold (never launched)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int group = warp / (kWarps / kGroups), v0 = tid % kLanes;
@@ -301,6 +298,5 @@ __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, We
   for (long long k = lane; k < M; k += 32) o[k] = result[k];
 #endif
 }
-
-}  // namespace entry
+}  // namespace hc_mix_detail
 }  // namespace dsv41k
