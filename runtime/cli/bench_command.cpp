@@ -74,7 +74,8 @@ Runner add_bench_command(CLI::App& app) {
       "routed experts its rows select (the router's choices read back in an eager pass). GB/s is those\n"
       "bytes over the median step; 'roofline' is that as a share of the measured read bandwidth.\n"
       "--per-op adds a table of per-call times (CUDA events around each launch of the eager pass), grouped\n"
-      "by op, slowest first. A program of a bigger world is measured with --alone: its rank by itself,\n"
+      "by op, slowest first, and one by call site (each weight-reading product with its bytes, the selected\n"
+      "experts' included, against their time at the roofline). A program of a bigger world is measured with --alone: its rank by itself,\n"
       "exchanges without peers (the per-rank case; its logits mean nothing), or with every rank a process\n"
       "(--rank/--world/--master, or `dsv41-rt launch --gpus 0,1 bench DIR ...`): NCCL inside the graphs, each\n"
       "phase replayed exactly --replays times on every rank, rank 0's report printed, and per phase the time\n"
@@ -111,7 +112,7 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_option("--phase-seconds", f->options.phase_seconds,
                   "time budget per phase: fewer replays (never under 3) when --replays would run past it")
       ->capture_default_str();
-  cmd->add_flag("--per-op", f->options.per_op, "a per-call time table per phase: ops grouped, counts, share of the step");
+  cmd->add_flag("--per-op", f->options.per_op, "per-call time tables per phase: by op (counts, share of the step) and by call site (bytes, share of the roofline)");
   cmd->add_flag("--alone", f->options.alone,
                 "run one rank of a bigger world by itself: its own compute with exchanges that have no peer (no "
                 "logits are claimed)");

@@ -85,12 +85,14 @@ Result<StepBytes> step_bytes(const PhaseWeightBytes& weights, int64_t distinct_t
   for (size_t k = 0; k < ids.size(); ++k) {
     const ExpertCall& e = weights.experts[k];
     const std::set<int32_t> chosen(ids[k].begin(), ids[k].end());
+    s.routed.push_back(0);
     for (int32_t id : chosen) {
       if (id < 0 || id >= static_cast<int32_t>(e.expert_bytes.size()))
         return Status::errorf("moe_experts call #{}: routed expert id {} outside 0..{}", e.call, id,
                               e.expert_bytes.size() - 1);
-      s.experts += e.expert_bytes[id];
+      s.routed.back() += e.expert_bytes[id];
     }
+    s.experts += s.routed.back();
     s.experts_read += static_cast<int64_t>(chosen.size());
   }
   return s;

@@ -46,6 +46,7 @@ Result<uint64_t> stored_bytes(const DeviceLayout& layout, int64_t index, const P
 struct StepBytes {
   uint64_t dense = 0, embed = 0, experts = 0;
   int64_t experts_read = 0;   // Σ over moe_experts calls of the distinct experts selected
+  std::vector<uint64_t> routed;  // per moe_experts call (PhaseWeightBytes::experts' order): its selected experts' bytes
   uint64_t total() const { return dense + embed + experts; }
 };
 

@@ -5,7 +5,6 @@
 #include <cctype>
 #include <map>
 
-#include "runtime/gpu/bench_bytes.h"
 #include "runtime/gpu/bench_stats.h"
 
 namespace dsv41::gpu {
@@ -35,6 +34,13 @@ Result<std::vector<CallTime>> call_times(const fb::Program& program, const Phase
   return out;
 }
 
+void add_routed_bytes(std::vector<CallTime>& calls, const std::vector<ExpertCall>& experts,
+                      const std::vector<uint64_t>& routed) {
+  for (size_t k = 0; k < experts.size() && k < routed.size(); ++k)
+    for (CallTime& c : calls)
+      if (c.index == experts[k].call) c.bytes += routed[k];
+}
+
 std::string call_site(const std::string& weight) {
   std::string out;
   size_t begin = 0;
@@ -62,10 +68,11 @@ std::vector<SiteTime> group_call_sites(const std::vector<CallTime>& calls) {
     std::vector<double> ms;
     for (const CallTime* c : members) {
       s.calls += 1;
-      s.bytes = std::max(s.bytes, c->bytes);
+      s.bytes += c->bytes;
       s.ms += c->ms;
       ms.push_back(c->ms);
     }
+    s.bytes /= static_cast<uint64_t>(s.calls);
     std::sort(ms.begin(), ms.end());
     s.median_ms = quantile(ms, 0.5);
     out.push_back(std::move(s));

@@ -110,7 +110,7 @@ nlohmann::json bench_json(const BenchReport& r) {
                          {"grid", {c.grid[0], c.grid[1], c.grid[2]}}, {"ms", c.ms}});
       phase["per_call"] = {{"calls", calls},
                            {"source", "eager pass, CUDA events around each launch; bytes: the weights the call names "
-                                      "as stored, scales included, routed expert lists not counted"}};
+                                      "as stored, scales included, and a moe_experts call's selected experts"}};
     }
     if (m.exchanges > 0)
       phase["exchanges"] = {{"count", m.exchanges}, {"ms", m.exchange_ms},

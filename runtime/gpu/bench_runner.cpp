@@ -121,6 +121,7 @@ Result<PhaseMeasure> measure_phase(GpuSession& session, const fb::Program& progr
     for (const Call& c : phase.calls) ops.push_back(c.op);
     m.ops = group_op_times(ops, pass.call_ms);
     DSV41_ASSIGN_OR_RETURN(m.calls, call_times(program, phase, session.layout(), pass.call_ms));
+    add_routed_bytes(m.calls, weights.experts, m.bytes.routed);
     for (double t : pass.call_ms) m.eager_ms += std::max(t, 0.0);
   }
   say(o, "{}: median {:.3f} ms (p10 {:.3f}, p90 {:.3f}), {:.1f} tokens/s, {:.1f} MB of weights, {:.0f} GB/s ({:.1f}% of "

@@ -172,17 +172,21 @@ TEST(GpuOps, TinyWorldsOneToFourMatchTheCpuOps) {
           << op << " has no case";
   }
   // The official cache format's packed variants of the cache ops (also when the filter asks for them).
-  if (!filtered || std::string(env_text("DSV41_GPU_FILTER")) == "packed")
-    for (const char* op : {"window_store{", "compress{", "index_select{", "sparse_attention{"})
+  if (!filtered || std::string(env_text("DSV41_GPU_FILTER")) == "packed") {
+    for (const char* op : {"window_store{", "compress{", "index_select{", "sparse_attention{"}) {
       EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const auto& kv) {
         return kv.first.rfind(op, 0) == 0 && kv.first.find("=packed") != std::string::npos;
       })) << op << " has no packed (official cache format) case";
+    }
+  }
   if (!filtered) {
     EXPECT_GE(static_cast<int>(cases.size()), kTinyMinVariants);
     EXPECT_GE(quantized, kTinyMinQuantized);
   }
   const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
-  if (!filtered) EXPECT_GE(checked, kTinyMinVariants) << "variants that did not compile or load were not checked";
+  if (!filtered) {
+    EXPECT_GE(checked, kTinyMinVariants) << "variants that did not compile or load were not checked";
+  }
   counts().tiny += checked;
 }
 
@@ -284,7 +288,9 @@ TEST(GpuOps, BenchExpertsSplitOverBlocksMatchTheCpuOps) {
     checked += check_cases(cases, s.target, s.device ? &*s.device : nullptr);
   }
   EXPECT_EQ(checked, cases_seen);
-  if (!env_text("DSV41_GPU_FILTER")) EXPECT_EQ(cases_seen, 3) << "the routed and shared experts at 1, 2 and 8 rows";
+  if (!env_text("DSV41_GPU_FILTER")) {
+    EXPECT_EQ(cases_seen, 3) << "the routed and shared experts at 1, 2 and 8 rows";
+  }
   std::printf("bench experts at 1, 2 and 8 rows: %d cases\n", checked);
 }
 
@@ -405,7 +411,9 @@ TEST(GpuOps, IndexSelectAtTheCachesEndMatchesTheCpuOp) {
   };
   const IndexCases n = check_release_index_select(s, decode_1_8, at_the_end);
   EXPECT_EQ(n.checked, n.seen);
-  if (!env_text("DSV41_GPU_FILTER")) EXPECT_GE(n.seen, 8) << "rank 0's index_select variants at 1 and 8 rows";
+  if (!env_text("DSV41_GPU_FILTER")) {
+    EXPECT_GE(n.seen, 8) << "rank 0's index_select variants at 1 and 8 rows";
+  }
   std::printf("index_select at the caches' end: %d cases\n", n.checked);
 }
 
@@ -443,7 +451,9 @@ TEST(GpuOps, IndexSelectAtPrefillMatchesTheCpuOp) {
   };
   const IndexCases n = check_release_index_select(s, smallest_prefill, prefill);
   EXPECT_EQ(n.checked, n.seen);
-  if (!env_text("DSV41_GPU_FILTER")) EXPECT_EQ(n.modes, (std::set<int64_t>{0, 1, 2})) << "rank 0's prefill modes";
+  if (!env_text("DSV41_GPU_FILTER")) {
+    EXPECT_EQ(n.modes, (std::set<int64_t>{0, 1, 2})) << "rank 0's prefill modes";
+  }
   std::printf("index_select at prefill: %d cases\n", n.checked);
 }
 
@@ -530,7 +540,9 @@ TEST(GpuOps, ReleaseWorldFourDecodeMatchesTheCpuOps) {
     EXPECT_GE(quantized, kReleaseMinQuantized);
   }
   const int checked = check_cases(cases, s.target, s.device ? &*s.device : nullptr);
-  if (!filtered) EXPECT_GE(checked, kReleaseMinVariants) << "variants that did not compile or load were not checked";
+  if (!filtered) {
+    EXPECT_GE(checked, kReleaseMinVariants) << "variants that did not compile or load were not checked";
+  }
   counts().release += checked;
 }
 

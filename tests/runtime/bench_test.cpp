@@ -266,6 +266,26 @@ TEST_F(BenchTiny, PerCallListingNamesEachWeightAndItsBytes) {
   EXPECT_GT(wq_a, 1);
   EXPECT_EQ(site->calls, wq_a);
   EXPECT_DOUBLE_EQ(site->median_ms, 0.002);
+  // A moe_experts call also counts the experts its rows selected: the step's routed bytes of that call.
+  const auto weights = phase_weight_bytes(p, *r1, layout);
+  ASSERT_TRUE(weights.is_ok()) << weights.status().message();
+  ASSERT_FALSE(weights->experts.empty());
+  const auto step = step_bytes(*weights, 1, std::vector<std::vector<int32_t>>(weights->experts.size(), {0, 1, 2, 3, 4, 5}));
+  ASSERT_TRUE(step.is_ok()) << step.status().message();
+  ASSERT_EQ(step->routed.size(), weights->experts.size());
+  std::vector<CallTime> with_routing = *listed;
+  add_routed_bytes(with_routing, weights->experts, step->routed);
+  std::map<size_t, uint64_t> routed_at;  // call index -> that call's routed bytes
+  for (size_t k = 0; k < weights->experts.size(); ++k) routed_at[weights->experts[k].call] = step->routed[k];
+  size_t moe = 0;
+  for (size_t i = 0; i < with_routing.size(); ++i) {
+    const auto it = routed_at.find(with_routing[i].index);
+    EXPECT_EQ(with_routing[i].bytes, (*listed)[i].bytes + (it != routed_at.end() ? it->second : 0))
+        << with_routing[i].weight;
+    moe += it != routed_at.end();
+  }
+  EXPECT_EQ(moe, weights->experts.size());  // every moe_experts call is listed (each names its shared expert)
+  EXPECT_GT(step->routed[0], 0u);
   EXPECT_EQ(call_site("layers.12.attn.wq_a.weight"), "layers.*.attn.wq_a.weight");
   EXPECT_EQ(call_site("mtp.0.e2h.weight"), "mtp.*.e2h.weight");
   EXPECT_EQ(call_site("head.weight"), "head.weight");
