@@ -3,7 +3,8 @@
 // mix columns [0, S)), out = b(h·(mean(h²) + eps)^−½·norm); inactive rows get zeros.
 //
 // Launch (common/kernel_launch_hc.cpp): block 512 threads, grid (R, G): G = 16 blocks per row at decode
-// (R ≤ 16), else one block per row; the kernel takes any G. Every block forms the whole row's sum of squares
+// (R ≤ 16), else one block per row (the op alone: the head's norm); as hc_front's second half (its blocks
+// z = 1, kernels/hc_front.cuh) G is hc_mix's split. The body takes any G. Every block forms the whole row's sum of squares
 // itself (the same operations in every block, so the same bits), then writes out only for its slice of
 // the columns, forming h again (the same fp32 operations, so the same bits) instead of keeping the row in
 // shared memory. So a split row needs no handoff between blocks (no table, no counter, no serial rescale
