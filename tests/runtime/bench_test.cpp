@@ -113,39 +113,47 @@ class BenchTiny : public ::testing::Test {
                                             test::read_file(test::fixture_config_path("dsv41-tiny")), options);
     ASSERT_TRUE(written.is_ok()) << written.message();
     programs_ = new std::vector<ProgramFile>(test::plan_programs(pack_->path(), 1, test::small_settings()));
+    calls_ = new CallLists(read_call_lists(program().program()).value());
+    layout_ = new DeviceLayout(plan_device_layout(program(), *calls_).value());
   }
   static void TearDownTestSuite() {
+    delete layout_;
+    delete calls_;
     delete programs_;
     delete pack_;
   }
   static const ProgramFile& program() { return programs_->at(0); }
+  static const CallLists& calls() { return *calls_; }        // the program's call lists
+  static const DeviceLayout& layout() { return *layout_; }   // and their device layout
   static test::TempDir* pack_;
   static std::vector<ProgramFile>* programs_;
+  static CallLists* calls_;
+  static DeviceLayout* layout_;
 };
 test::TempDir* BenchTiny::pack_ = nullptr;
 std::vector<ProgramFile>* BenchTiny::programs_ = nullptr;
+CallLists* BenchTiny::calls_ = nullptr;
+DeviceLayout* BenchTiny::layout_ = nullptr;
 
 TEST_F(BenchTiny, PicksThePlannedPhasesAndNamesTheOthers) {
-  const CallLists calls = read_call_lists(program().program()).value();
   BenchOptions o = valid_options();
   o.rows = {2, 1};
   o.prefill = {8};
-  auto picked = pick_bench_phases(calls.phases, o);
+  auto picked = pick_bench_phases(calls().phases, o);
   ASSERT_TRUE(picked.is_ok()) << picked.status().message();
   ASSERT_EQ(picked->size(), 3u);
   EXPECT_EQ((*picked)[0]->name, "decode.r2");
   EXPECT_EQ((*picked)[1]->name, "decode.r1");
   EXPECT_EQ((*picked)[2]->name, "prefill.n8");
   o.rows = {16};
-  const Status missing = pick_bench_phases(calls.phases, o).status();
+  const Status missing = pick_bench_phases(calls().phases, o).status();
   EXPECT_NE(missing.message().find("--rows 16: the program has no phase decode.r16 (planned: "), std::string::npos)
       << missing.message();
 }
 
 TEST_F(BenchTiny, StaticsPutEveryRowAtTheFillAndPassTheSessionsChecks) {
-  const CallLists calls = read_call_lists(program().program()).value();
-  const Phase* r2 = find_phase_in(calls.phases, "decode.r2");
-  const Phase* p8 = find_phase_in(calls.phases, "prefill.n8");
+  const Phase* r2 = find_phase_in(calls().phases, "decode.r2");
+  const Phase* p8 = find_phase_in(calls().phases, "prefill.n8");
   ASSERT_TRUE(r2 && p8);
   const int64_t context = 64, vocab = 1280;
   // Two slots: a sequence per row.
@@ -179,11 +187,9 @@ TEST_F(BenchTiny, StaticsPutEveryRowAtTheFillAndPassTheSessionsChecks) {
 // minus the experts not selected, minus the embedding rows not read.
 TEST_F(BenchTiny, StepBytesMatchACountByTensorName) {
   const fb::Program& p = program().program();
-  const CallLists calls = read_call_lists(p).value();
-  const DeviceLayout layout = plan_device_layout(program(), calls).value();
-  const Phase* r2 = find_phase_in(calls.phases, "decode.r2");
+  const Phase* r2 = find_phase_in(calls().phases, "decode.r2");
   ASSERT_NE(r2, nullptr);
-  auto weights = phase_weight_bytes(p, *r2, layout);
+  auto weights = phase_weight_bytes(p, *r2, layout());
   ASSERT_TRUE(weights.is_ok()) << weights.status().message();
   const size_t moe_layers = weights->experts.size();
   ASSERT_GT(moe_layers, 1u);
@@ -196,7 +202,7 @@ TEST_F(BenchTiny, StepBytesMatchACountByTensorName) {
   int64_t vocab = 0;
   for (uint32_t i = 0; i < p.weights()->size(); ++i) {
     const std::string name = p.weights()->Get(i)->name()->str();
-    const uint64_t bytes = layout.stored.bytes[i];
+    const uint64_t bytes = layout().stored.bytes[i];
     if (name == "embed.weight") {
       embed = bytes;
       vocab = p.weights()->Get(i)->local_shape()->Get(0);
@@ -243,13 +249,11 @@ TEST(BenchRunner, PerCallTimesGroupByOpSlowestFirst) {
 // the sites group a weight's layers under one name.
 TEST_F(BenchTiny, PerCallListingNamesEachWeightAndItsBytes) {
   const fb::Program& p = program().program();
-  const CallLists calls = read_call_lists(p).value();
-  const DeviceLayout layout = plan_device_layout(program(), calls).value();
-  const Phase* r1 = find_phase_in(calls.phases, "decode.r1");
+  const Phase* r1 = find_phase_in(calls().phases, "decode.r1");
   ASSERT_NE(r1, nullptr);
   std::vector<double> ms(r1->calls.size(), 0.002);
   ms[0] = -1;  // a call that did not launch is not listed
-  auto listed = call_times(p, *r1, layout, ms);
+  auto listed = call_times(p, *r1, layout(), ms);
   ASSERT_TRUE(listed.is_ok()) << listed.status().message();
   int64_t wq_a = 0;
   for (const CallTime& c : *listed) {
@@ -267,7 +271,7 @@ TEST_F(BenchTiny, PerCallListingNamesEachWeightAndItsBytes) {
   EXPECT_EQ(site->calls, wq_a);
   EXPECT_DOUBLE_EQ(site->median_ms, 0.002);
   // A moe_experts call also counts the experts its rows selected: the step's routed bytes of that call.
-  const auto weights = phase_weight_bytes(p, *r1, layout);
+  const auto weights = phase_weight_bytes(p, *r1, layout());
   ASSERT_TRUE(weights.is_ok()) << weights.status().message();
   ASSERT_FALSE(weights->experts.empty());
   const auto step = step_bytes(*weights, 1, std::vector<std::vector<int32_t>>(weights->experts.size(), {0, 1, 2, 3, 4, 5}));
