@@ -119,6 +119,9 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-pdl{false}", f->options.programmatic_launch,
                 "launch the kernels without programmatic dependent launch (each kernel then starts only after the "
                 "previous one has finished; by default the next one is scheduled while the previous drains)");
+  cmd->add_flag("--one-lane{false}", f->options.graph_lanes,
+                "capture each phase's graph on one stream, every call after the previous one (by default independent "
+                "calls, e.g. a layer's kv projection beside its query norm and projection, run side by side on two)");
   cmd->add_option("--roofline-mib", f->options.roofline_mib, "the streaming-read buffer, MiB (far above the L2 cache)")
       ->capture_default_str();
   cmd->add_option("--draft", f->options.draft,

@@ -31,6 +31,7 @@ struct BenchOptions {
   bool per_op = false;                     // a per-call time table from an eager pass
   bool alone = false;                      // a rank of a bigger world run by itself (no peers)
   bool programmatic_launch = true;         // programmatic dependent launch between kernels (--no-pdl: off)
+  bool graph_lanes = true;                 // independent calls side by side in the graphs (--one-lane: off)
   int64_t draft = 0;                       // > 0: also a DSpark round of this many drafts (runtime/gpu/bench_draft.h)
   double acceptance = 3;                   // the acceptance length the round's headline tokens/s assumes
   int64_t roofline_mib = 4096;             // the streaming-read buffer

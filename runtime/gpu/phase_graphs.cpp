@@ -10,11 +10,15 @@ PhaseGraphs::~PhaseGraphs() {
     if (s.exec) (void)driver_->cuGraphExecDestroy(s.exec);
     if (s.graph) (void)driver_->cuGraphDestroy(s.graph);
   }
+  for (CUevent e : events_)
+    if (e) (void)driver_->cuEventDestroy(e);
+  if (side_) (void)driver_->cuStreamDestroy(side_);
 }
 
 PhaseGraphs::PhaseGraphs(PhaseGraphs&& other) noexcept
     : driver_(other.driver_), launcher_(other.launcher_), phase_(other.phase_), env_(std::move(other.env_)),
-      rank_(other.rank_), calls_(std::move(other.calls_)), segments_(std::exchange(other.segments_, {})) {}
+      rank_(other.rank_), calls_(std::move(other.calls_)), segments_(std::exchange(other.segments_, {})),
+      side_(std::exchange(other.side_, nullptr)), events_(std::exchange(other.events_, {})) {}
 
 std::string PhaseGraphs::where(size_t i) const {
   return fmt::format("phase {} call #{} ({})", phase_->name, i, calls_[i].call->op);
@@ -35,12 +39,7 @@ Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, Device
                                  const CallObserver* observer) {
   for (size_t i = segment.begin; i < segment.end; ++i) {
     const BoundCall& c = calls_[i];
-    if (c.captured != BoundCall::Host::None) {
-      const Status enqueued = c.captured == BoundCall::Host::Sum
-                                  ? exchange.enqueue_sum(rank_, c.x, phase_->rows * c.width, c.staging, stream)
-                                  : exchange.enqueue_gather(rank_, c.x, phase_->rows, c.widths, c.staging, stream);
-      if (!enqueued.is_ok()) return enqueued.with_context(where(i));
-    }
+    DSV41_TRY(enqueue_exchange(i, stream, exchange));
     if (!c.launches) continue;
     if (observer) DSV41_TRY((*observer)(i, false));
     const Status launched = launcher_->launch(*c.call, env_, c.bindings, stream);
@@ -48,6 +47,67 @@ Status PhaseGraphs::launch_range(const Segment& segment, CUstream stream, Device
     if (observer) DSV41_TRY((*observer)(i, true));
   }
   return Status::ok();
+}
+
+Status PhaseGraphs::enqueue_exchange(size_t i, CUstream stream, DeviceExchange& exchange) {
+  const BoundCall& c = calls_[i];
+  if (c.captured == BoundCall::Host::None) return Status::ok();
+  const Status enqueued = c.captured == BoundCall::Host::Sum
+                              ? exchange.enqueue_sum(rank_, c.x, phase_->rows * c.width, c.staging, stream)
+                              : exchange.enqueue_gather(rank_, c.x, phase_->rows, c.widths, c.staging, stream);
+  return enqueued.is_ok() ? enqueued : enqueued.with_context(where(i));
+}
+
+Status PhaseGraphs::event(size_t i, CUevent& out) {
+  if (events_.size() <= i) events_.resize(i + 1, nullptr);
+  if (!events_[i])
+    DSV41_TRY(driver_->check(driver_->cuEventCreate(&events_[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate(graph lane)"));
+  out = events_[i];
+  return Status::ok();
+}
+
+Status PhaseGraphs::capture_range(const Segment& segment, CUstream stream, DeviceExchange& exchange) {
+  if (!graph_lanes()) return launch_range(segment, stream, exchange);
+  const size_t n = segment.end - segment.begin;
+  std::vector<LaneCall> lane_calls(n);
+  for (size_t k = 0; k < n; ++k) {
+    const BoundCall& c = calls_[segment.begin + k];
+    lane_calls[k] = {c.call, c.launches, c.captured != BoundCall::Host::None};
+  }
+  const LanePlan plan = plan_lanes(*phase_, lane_calls, true);
+  std::vector<bool> recorded(n, false);  // whose completion a call of the other lane waits for
+  for (long w : plan.wait_for)
+    if (w >= 0) recorded[static_cast<size_t>(w)] = true;
+  if (!side_)
+    DSV41_TRY(driver_->check(driver_->cuStreamCreate(&side_, CU_STREAM_NON_BLOCKING), "cuStreamCreate(graph lane)"));
+  const CUstream lanes[2] = {stream, side_};
+  // Events n and n + 1 (past the calls'): the fork into the side lane and its join at the end.
+  CUevent fork = nullptr, join = nullptr;
+  DSV41_TRY(event(n, fork));
+  DSV41_TRY(event(n + 1, join));
+  DSV41_TRY(driver_->check(driver_->cuEventRecord(fork, stream), "cuEventRecord(graph lane fork)"));
+  DSV41_TRY(driver_->check(driver_->cuStreamWaitEvent(side_, fork, 0), "cuStreamWaitEvent(graph lane fork)"));
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = segment.begin + k;
+    if (plan.lane[k] < 0) continue;
+    const CUstream s = lanes[plan.lane[k]];
+    if (plan.wait_for[k] >= 0)
+      DSV41_TRY(driver_->check(driver_->cuStreamWaitEvent(s, events_[static_cast<size_t>(plan.wait_for[k])], 0),
+                               fmt::format("cuStreamWaitEvent({})", where(i))));
+    DSV41_TRY(enqueue_exchange(i, s, exchange));
+    if (calls_[i].launches) {
+      const Status launched = launcher_->launch(*calls_[i].call, env_, calls_[i].bindings, s);
+      if (!launched.is_ok()) return launched.with_context(where(i));
+    }
+    if (recorded[k]) {
+      CUevent e = nullptr;
+      DSV41_TRY(event(k, e));
+      DSV41_TRY(driver_->check(driver_->cuEventRecord(e, s), fmt::format("cuEventRecord({})", where(i))));
+    }
+  }
+  // The side lane always joins: capture refuses a stream that forked and never came back.
+  DSV41_TRY(driver_->check(driver_->cuEventRecord(join, side_), "cuEventRecord(graph lane join)"));
+  return driver_->check(driver_->cuStreamWaitEvent(stream, join, 0), "cuStreamWaitEvent(graph lane join)");
 }
 
 Status PhaseGraphs::launch_kernels(size_t begin, size_t end, CUstream stream) {
@@ -73,7 +133,7 @@ Status PhaseGraphs::build(CUstream stream, bool graphs, DeviceExchange& exchange
     // Thread-local capture: the other ranks' threads keep making their own (uncaptured) calls meanwhile.
     DSV41_TRY(driver_->check(driver_->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                              fmt::format("cuStreamBeginCapture_v2(phase {})", phase_->name)));
-    const Status launched = launch_range(s, stream, exchange);
+    const Status launched = capture_range(s, stream, exchange);
     CUgraph graph = nullptr;
     const Status ended = driver_->check(driver_->cuStreamEndCapture(stream, &graph),
                                         fmt::format("cuStreamEndCapture(phase {})", phase_->name));

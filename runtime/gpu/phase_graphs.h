@@ -15,6 +15,7 @@
 #include "runtime/gpu/cuda_driver.h"
 #include "runtime/gpu/device_exchange.h"
 #include "runtime/gpu/kernel_launcher.h"
+#include "runtime/gpu/phase_lanes.h"
 
 namespace dsv41::gpu {
 
@@ -82,6 +83,11 @@ class PhaseGraphs {
   };
   Status launch_range(const Segment& segment, CUstream stream, DeviceExchange& exchange,
                       const CallObserver* observer = nullptr);
+  // What a graph captures of a segment: launch_range's launches, with graph_lanes() on the two lanes of
+  // plan_lanes (runtime/gpu/phase_lanes.h): the side stream forks from `stream` and joins it at the end.
+  Status capture_range(const Segment& segment, CUstream stream, DeviceExchange& exchange);
+  Status enqueue_exchange(size_t i, CUstream stream, DeviceExchange& exchange);
+  Status event(size_t i, CUevent& out);
   Status host_exchange(const BoundCall& call, CUstream stream, DeviceExchange& exchange);
   std::string where(size_t i) const;
 
@@ -92,6 +98,8 @@ class PhaseGraphs {
   int rank_;
   std::vector<BoundCall> calls_;
   std::vector<Segment> segments_;
+  CUstream side_ = nullptr;      // the side lane's stream (capture only)
+  std::vector<CUevent> events_;  // events_[i]: after call i of the segment being captured; back(): the fork
 };
 
 }  // namespace dsv41::gpu

@@ -1,0 +1,40 @@
+// runtime/gpu/phase_lanes.h — which calls of a graph segment run side by side: two lanes (streams) in the
+// captured graph, a call on the side lane whenever it need not follow the main lane's latest call, so that
+// independent latency-bound kernels (a layer's kv projection beside its query norm and projection) overlap.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "common/call_list.h"
+
+namespace dsv41::gpu {
+
+// Process-wide switch (on by default): off captures every call on one stream in phase order, as the
+// eager path launches them (dsv41-rt bench --one-lane, a measurement knob).
+void set_graph_lanes(bool on);
+bool graph_lanes();
+
+// A call of the segment as the planner sees it: the call, whether it launches a kernel, and whether it is
+// a barrier (an exchange enqueued before it: everything earlier must be done, everything later waits).
+struct LaneCall {
+  const Call* call = nullptr;
+  bool launches = true;
+  bool barrier = false;
+};
+
+// Per call: its lane (0: the capture stream, 1: the side stream) and the call of the other lane whose
+// completion it waits for first (-1: none; stream order covers its own lane). The side lane joins the
+// main lane at every barrier and at the end (join_at_end).
+struct LanePlan {
+  std::vector<int> lane;
+  std::vector<long> wait_for;
+  bool join_at_end = false;
+};
+
+// Plans the calls of one segment (in phase order) of `phase`. Every pair of calls that must_follow
+// (common/call_access.h) is ordered by a stream or a wait. Barriers take the main lane; other calls that
+// launch nothing take no lane (-1). Without `side_lane` every call takes the main lane.
+LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls, bool side_lane);
+
+}  // namespace dsv41::gpu
