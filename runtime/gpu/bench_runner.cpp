@@ -11,7 +11,6 @@
 
 #include "common/model_config.h"
 #include "common/program_calls.h"
-#include "runtime/gpu/phase_lanes.h"
 #include "runtime/gpu/programmatic_launch.h"
 #include "common/program_file.h"
 #include "runtime/gpu/bench_events.h"
@@ -199,7 +198,7 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   HostStagedExchange own_exchange(*driver, 1);  // world 1 never calls it; --alone binds no host exchange
   DeviceExchange& exchange = o.exchange ? *o.exchange : own_exchange;
   set_programmatic_launch(o.programmatic_launch);  // process-wide (runtime/gpu/programmatic_launch.h)
-  set_graph_lanes(o.graph_lanes);                  // process-wide (runtime/gpu/phase_lanes.h)
+  set_graph_lanes(o.graph_lanes);                  // process-wide (runtime/gpu/programmatic_launch.h)
   say(o, "booting rank {} of world {}{} ({})", p.rank(), p.world(), o.alone ? ", alone" : "", report.weights);
   DSV41_ASSIGN_OR_RETURN(std::unique_ptr<GpuSession> session,
                          boot_session(file, bench_cuda_options(o), *driver, exchange, o.alone));

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "runtime/gpu/programmatic_launch.h"
+
 namespace dsv41::gpu {
 
 PhaseGraphs::~PhaseGraphs() {

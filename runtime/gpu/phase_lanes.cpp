@@ -3,17 +3,10 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 
 #include "common/call_access.h"
 
 namespace dsv41::gpu {
-namespace {
-std::atomic<bool> g_lanes{true};
-}  // namespace
-
-void set_graph_lanes(bool on) { g_lanes.store(on); }
-bool graph_lanes() { return g_lanes.load(); }
 
 LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls, bool side_lane) {
   const size_t n = calls.size();

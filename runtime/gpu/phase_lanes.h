@@ -1,6 +1,7 @@
 // runtime/gpu/phase_lanes.h — which calls of a graph segment run side by side: two lanes (streams) in the
 // captured graph, a call on the side lane whenever it need not follow the main lane's latest call, so that
 // independent latency-bound kernels (a layer's kv projection beside its query norm and projection) overlap.
+// The switch that turns it off: graph_lanes() in runtime/gpu/programmatic_launch.h.
 #pragma once
 
 #include <cstddef>
@@ -9,11 +10,6 @@
 #include "common/call_list.h"
 
 namespace dsv41::gpu {
-
-// Process-wide switch (on by default): off captures every call on one stream in phase order, as the
-// eager path launches them (dsv41-rt bench --one-lane, a measurement knob).
-void set_graph_lanes(bool on);
-bool graph_lanes();
 
 // A call of the segment as the planner sees it: the call, whether it launches a kernel, and whether it is
 // a barrier (an exchange enqueued before it: everything earlier must be done, everything later waits).

@@ -1,5 +1,5 @@
-// runtime/gpu/programmatic_launch.h — the switch (process-wide, on by default) for programmatic dependent
-// launch of the program's kernels.
+// runtime/gpu/programmatic_launch.h — the process-wide launch switches (on by default, measurement knobs):
+// programmatic dependent launch of the program's kernels, and graphs captured on two lanes.
 #pragma once
 
 namespace dsv41::gpu {
@@ -14,5 +14,10 @@ namespace dsv41::gpu {
 // switch, not a session option: it is a measurement knob, and the sessions of one process share a driver.
 void set_programmatic_launch(bool on);
 bool programmatic_launch();
+
+// Graphs on two lanes (runtime/gpu/phase_lanes.h): off captures every call on one stream in phase order, as
+// the eager path launches them (dsv41-rt bench --one-lane).
+void set_graph_lanes(bool on);
+bool graph_lanes();
 
 }  // namespace dsv41::gpu
