@@ -46,6 +46,8 @@ std::string bench_text(const BenchReport& r) {
   out += fmt::format("on device   {:.3f} GB of weights ({})\n", total / 1e9, stored);
   out += fmt::format("logits      {}\n", logits_note(r));
   out += fmt::format("fill        {} cache entries before each row\n", r.fill);
+  out += fmt::format("graphs      {}, {}\n", r.graph_lanes ? "two lanes (independent calls side by side)" : "one lane (--one-lane)",
+                     r.programmatic_launch ? "programmatic dependent launch" : "no programmatic launch (--no-pdl)");
   out += fmt::format("roofline    {:.0f} GB/s: streaming read of {:.0f} MiB ({} blocks x {} threads, 16-byte loads), median "
                      "of {} ({:.3f} ms; best {:.0f} GB/s)\n\n",
                      r.roofline.gb_per_s, r.roofline.bytes / 1048576.0, r.roofline.blocks, r.roofline.threads,
@@ -136,6 +138,8 @@ nlohmann::json bench_json(const BenchReport& r) {
           {"weights", r.weights},
           {"stored_weight_bytes", stored},
           {"fill", r.fill},
+          {"graph_lanes", r.graph_lanes},
+          {"programmatic_launch", r.programmatic_launch},
           {"roofline",
            {{"bytes", r.roofline.bytes}, {"blocks", r.roofline.blocks}, {"threads", r.roofline.threads},
             {"launch_ms", stats_json(r.roofline.ms)}, {"gb_per_s", r.roofline.gb_per_s},

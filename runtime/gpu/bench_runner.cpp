@@ -187,6 +187,8 @@ Status run_bench(const BenchOptions& o, const BenchReportSink& on_report) {
   report.alone = o.alone;
   report.with_peers = o.exchange != nullptr && p.world() > 1;
   report.fill = o.fill;
+  report.programmatic_launch = o.programmatic_launch;
+  report.graph_lanes = o.graph_lanes;
   report.weights = o.synthetic_seed ? fmt::format("synthetic, seed {}", *o.synthetic_seed) : "read from " + o.model_dir;
   // Before the boot, so the buffer and the model never compete for memory.
   say(o, "roofline: streaming read of {} MiB on {}", o.roofline_mib, report.device);

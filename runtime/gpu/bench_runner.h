@@ -55,6 +55,7 @@ struct BenchReport {
   bool alone = false;
   bool with_peers = false;  // every rank of the world ran the bench as its own process (NCCL)
   int64_t fill = 0;
+  bool programmatic_launch = true, graph_lanes = true;  // how the graphs were launched (--no-pdl, --one-lane)
   std::vector<std::pair<std::string, uint64_t>> stored;  // bytes on the device per weight format
   ReadBandwidth roofline;
   std::vector<PhaseMeasure> phases;

@@ -12,6 +12,7 @@
 #include "compiler/synth/synth_pack.h"
 #include "runtime/gpu/bench_bytes.h"
 #include "runtime/gpu/bench_plan.h"
+#include "runtime/gpu/bench_report.h"
 #include "runtime/gpu/bench_runner.h"
 #include "runtime/gpu/bench_stats.h"
 #include "runtime/phase_checks.h"
@@ -50,6 +51,18 @@ BenchOptions valid_options() {
   o.program = "rank0.fb";
   o.synthetic_seed = 7;
   return o;
+}
+
+TEST(BenchReport, SaysHowTheGraphsWereLaunched) {
+  gpu::BenchReport report;
+  EXPECT_NE(gpu::bench_text(report).find("graphs      two lanes (independent calls side by side), programmatic dependent launch"),
+            std::string::npos);
+  EXPECT_EQ(gpu::bench_json(report)["graph_lanes"], true);
+  report.graph_lanes = report.programmatic_launch = false;
+  EXPECT_NE(gpu::bench_text(report).find("graphs      one lane (--one-lane), no programmatic launch (--no-pdl)"),
+            std::string::npos);
+  EXPECT_EQ(gpu::bench_json(report)["graph_lanes"], false);
+  EXPECT_EQ(gpu::bench_json(report)["programmatic_launch"], false);
 }
 
 TEST(BenchPlan, OptionsAreCheckedNamingTheFlag) {
