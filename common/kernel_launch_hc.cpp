@@ -56,6 +56,9 @@ Result<LaunchDims> launch_hc_front(const Call& call, const CallEnv& env) {
   return d;
 }
 
+// kernels/hc_mix.cuh alone: mix_grid.
+Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) { return mix_grid(call, env); }
+
 Result<LaunchDims> launch_hc_post(const Call& call, const CallEnv& env) {
   // kernels/hc_post.cuh: one thread per column, every stream
   return row_by_columns(env, call.constant("hidden"), 256);

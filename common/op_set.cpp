@@ -25,6 +25,8 @@ std::vector<OpSpec> build_specs() {
       {"hc_front", {"hidden", "streams", "sinkhorn_iters"},
        {{"x", S}, {"fn", W}, {"base", W}, {"scale", W}, {"eps", F}, {"hc_eps", F}, {"out", S}, {"prev_mix", S},
         {"norm", W}, {"normed", S}}},
+      {"hc_mix", {"hidden", "streams", "sinkhorn_iters"},
+       {{"x", S}, {"fn", W}, {"base", W}, {"scale", W}, {"eps", F}, {"hc_eps", F}, {"out", S}}},
       {"hc_post", {"hidden", "streams"}, {{"x", S}, {"sub", S}, {"mix", S}, {"out", S}}},
       {"linear", {"in_features", "out_features"}, {{"x", S}, {"w", W}, {"out", S}}},
       {"grouped_linear", {"groups", "in_per_group", "out_per_group"}, {{"x", S}, {"w", W}, {"out", S}}},

@@ -4,7 +4,7 @@
 // pre = sigmoid(scale₀·m + base) + hc_eps, post = 2·sigmoid(scale₁·m + base),
 // C = scale₂·m + base followed by the Sinkhorn passes; out F32 [R, M]. Inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp mix_grid; hc_front's blocks z = 0): block 512 threads = 16 warps, grid
+// Launch (common/kernel_launch_hc.cpp mix_grid; as the op hc_mix, or hc_front's blocks z = 0): block 512 threads = 16 warps, grid
 // (R, G): at decode (R ≤ kMixRows) G = ceil(S·D / (4·kLanes)) blocks a row (at most kMixSplits<M>: 40 at
 // the release's S·D = 20480), each summing a slice of the row's inputs (whole vectors of four), else one block a row. The block's warps
 // form kGroups column groups of kLanes threads: a thread takes one vector of four inputs at a time and
@@ -299,4 +299,20 @@ __device__ __forceinline__ void mix_blocks(Rows rows, Statics statics, Scratch x
 #endif
 }
 }  // namespace hc_mix_detail
+
+namespace entry {
+
+// The mix alone, grid (R, G): the emitter's choice where it runs beside the collapse on another graph
+// lane (docs/cuda-backend.md "Two lanes in a graph"); hc_front runs both in one launch.
+template <long long hidden, long long streams, long long sinkhorn_iters, int dtype_x, int format_fn, int format_base,
+          int format_scale>
+__device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,
+                                       Real eps, Real hc_eps, Scratch out) {
+#ifndef DSV41_CONTRACT_SCAN
+  hc_mix_detail::mix_blocks<hidden, streams, sinkhorn_iters, dtype_x, format_fn, format_base, format_scale>(
+      rows, statics, x, fn, base, scale, eps, hc_eps, out, static_cast<int>(blockIdx.y), static_cast<int>(gridDim.y));
+#endif
+}
+
+}  // namespace entry
 }  // namespace dsv41k

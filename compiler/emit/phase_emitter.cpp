@@ -95,14 +95,18 @@ int PhaseEmitter::emit_hc_front(const std::string& p, const std::string& sublaye
   const ModelConfig& c = in_.config;
   const int mix = buffer("mix." + sublayer, DType::F32, {c.mix_hc});
   const std::string hc = p + "hc_" + sublayer;
-  // This sublayer's mix and the collapse with the previous sublayer's pre (docs/model.md §5) in one launch:
-  // they read the same streams and neither reads what the other writes (kernels/hc_front.cuh).
-  add(CallBuilder("hc_front").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("sinkhorn_iters", c.hc_sinkhorn_iters)
+  // The collapse with the previous sublayer's pre (docs/model.md §5) first: the sublayer's next calls need
+  // its normed rows; then this sublayer's mix, which only hc_post and the next collapse read. Two calls, not
+  // one hc_front: a graph runs the mix on its other lane beside the sublayer (docs/cuda-backend.md "Two
+  // lanes in a graph"), off the path the sublayer waits on (docs/perf.md, eleventh session).
+  add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_)
+          .scratch("mix", buffer("mix." + previous, DType::F32, {c.mix_hc}))
+          .weight("norm", weight(p + sublayer + "_norm.weight")).real("eps", c.rms_norm_eps)
+          .scratch("out", buffer("x.norm", DType::BF16, {c.hidden_size})));
+  add(CallBuilder("hc_mix").k("hidden", c.hidden_size).k("streams", c.hc_mult).k("sinkhorn_iters", c.hc_sinkhorn_iters)
           .scratch("x", x_).weight("fn", weight(hc + "_fn")).weight("base", weight(hc + "_base"))
           .weight("scale", weight(hc + "_scale")).real("eps", c.rms_norm_eps).real("hc_eps", c.hc_eps)
-          .scratch("out", mix).scratch("prev_mix", buffer("mix." + previous, DType::F32, {c.mix_hc}))
-          .weight("norm", weight(p + sublayer + "_norm.weight"))
-          .scratch("normed", buffer("x.norm", DType::BF16, {c.hidden_size})));
+          .scratch("out", mix));
   return mix;
 }
 
