@@ -99,7 +99,7 @@ class PhaseGraphs {
   std::vector<BoundCall> calls_;
   std::vector<Segment> segments_;
   CUstream side_ = nullptr;      // the side lane's stream (capture only)
-  std::vector<CUevent> events_;  // events_[i]: after call i of the segment being captured; back(): the fork
+  std::vector<CUevent> events_;  // after call k of the segment being captured; at n and n + 1 its fork and join
 };
 
 }  // namespace dsv41::gpu

@@ -56,7 +56,6 @@ LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls, bool
     }
     place(i, lane, dep[1 - lane]);
   }
-  plan.join_at_end = tail[1] > known[0][1];
   return plan;
 }
 

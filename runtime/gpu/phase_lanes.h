@@ -21,11 +21,10 @@ struct LaneCall {
 
 // Per call: its lane (0: the capture stream, 1: the side stream) and the call of the other lane whose
 // completion it waits for first (-1: none; stream order covers its own lane). The side lane joins the
-// main lane at every barrier and at the end (join_at_end).
+// main lane at every barrier; the capture joins it at the end.
 struct LanePlan {
   std::vector<int> lane;
   std::vector<long> wait_for;
-  bool join_at_end = false;
 };
 
 // Plans the calls of one segment (in phase order) of `phase`. Every pair of calls that must_follow

@@ -79,15 +79,29 @@ std::vector<LaneCall> lane_calls(const Phase& phase) {
   return calls;
 }
 
+// The phase with a kernel variant a call as a GPU plan binds them (one per op here; the tests plan with
+// --target none, which binds none), so that the same-variant rule takes part in the plans checked.
+Phase with_variants(Phase phase) {
+  std::vector<std::string> ops;
+  for (Call& c : phase.calls) {
+    auto it = std::find(ops.begin(), ops.end(), c.op);
+    if (it == ops.end()) it = ops.insert(ops.end(), c.op);
+    c.launch.variant = static_cast<int32_t>(it - ops.begin());
+  }
+  return phase;
+}
+
 TEST(PhaseLanes, EveryCallThatMustFollowAnotherIsOrderedAfterIt) {
   const CallLists lists = tiny_call_lists(1);
   ASSERT_FALSE(lists.phases.empty());
-  for (const Phase& phase : lists.phases) {
+  for (const Phase& unbound : lists.phases) {
+    const Phase phase = with_variants(unbound);
     const std::vector<LaneCall> calls = lane_calls(phase);
     const LanePlan plan = gpu::plan_lanes(phase, calls, true);
     const int side = check_plan(phase, calls, plan);
-    // Each layer's kv projection (wkv) need not follow its query's norm and projection.
-    EXPECT_GE(side, 2) << phase.name;
+    // Each sublayer's hc_mix need not follow the calls after its collapse, nor a layer's kv projection its
+    // query's norm: one side-lane call a sublayer at least.
+    EXPECT_GE(side, 2 * 2) << phase.name;
     const LanePlan one = gpu::plan_lanes(phase, calls, false);
     EXPECT_EQ(check_plan(phase, calls, one), 0) << phase.name;
   }
@@ -106,6 +120,29 @@ TEST(PhaseLanes, ABarrierWaitsForEverythingBeforeItAndEverythingAfterWaitsForIt)
   const LanePlan plan = gpu::plan_lanes(phase, calls, true);
   EXPECT_EQ(plan.lane[calls.size() / 3], calls[calls.size() / 3].barrier ? 0 : -1);
   EXPECT_GT(check_plan(phase, calls, plan), 0);
+}
+
+TEST(CallAccess, CallsOfOneVariantOrOnSharedBytesAreOrdered) {
+  Phase phase;  // bytes a [0, 16), b [16, 32), c [32, 48), and d [24, 40), which overlaps b and c
+  phase.buffers = {{"a", DType::F32, {4}, 0, 16}, {"b", DType::F32, {4}, 16, 16}, {"c", DType::F32, {4}, 32, 16},
+                   {"d", DType::F32, {4}, 24, 16}};
+  enum { A, B, C, D };
+  auto linear = [](int64_t x, int64_t out, int32_t variant) {
+    Call c;
+    c.op = "linear";
+    c.args = {{"x", ArgKind::Scratch, {x}}, {"out", ArgKind::Scratch, {out}}};
+    c.launch.variant = variant;
+    return c;
+  };
+  auto follows = [&](const Call& earlier, const Call& later) {
+    return must_follow(earlier, call_uses(phase, earlier), later, call_uses(phase, later));
+  };
+  EXPECT_FALSE(follows(linear(A, B, 0), linear(A, C, 1)));  // both read a, write apart: side by side
+  EXPECT_TRUE(follows(linear(A, B, 0), linear(A, C, 0)));   // the same variant: its module's tables
+  EXPECT_TRUE(follows(linear(A, B, 0), linear(B, C, 1)));   // reads what the earlier wrote
+  EXPECT_TRUE(follows(linear(A, B, 0), linear(C, A, 1)));   // writes what the earlier read
+  EXPECT_TRUE(follows(linear(A, B, 0), linear(C, D, 1)));   // writes bytes the earlier wrote
+  EXPECT_FALSE(follows(linear(A, B, -1), linear(A, C, -1)));  // unbound (--target none): no variant to share
 }
 
 TEST(CallAccess, NoOpOutputIsListedAsReadOnly) {
