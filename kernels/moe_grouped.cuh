@@ -156,17 +156,32 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
   float* act = g_act<static_cast<long long>(P) * F>;
   unsigned short* act16 = reinterpret_cast<unsigned short*>(act);
   const unsigned short* xs = static_cast<const unsigned short*>(x);
-  // Thread 0 claims a block's next ticket as its current item starts, so the atomic's round trip hides
-  // behind the item. Still no deadlock: tickets rise, so a phase 1 ticket is only ever claimed during a
-  // phase 1 item, by a block that goes on to run it without waiting.
-  unsigned next = threadIdx.x == 0 ? atomicAdd(&g_ticket, 1u) : 0u;
+  // Thread 0 claims a block's next ticket once its current item's weights are read (claim_next after the
+  // products), so the atomic's round trip hides behind the item's sums and stores, yet the last round's
+  // items go to the blocks that finish first. Claimed as an item started, a block's second ticket was
+  // fixed while every block was still on its first item: the release share's small last rounds of either
+  // phase then waited on the slowest first items (moe_experts at one row 57.2 -> 52.1 us a call, its graph
+  // timeline 52 -> 44.5 us: docs/perf.md, "Twelfth session").
+  // Still no deadlock: tickets rise, so a phase 1 ticket is only ever claimed during a phase 1 item (or
+  // before the first), by a block that goes on to run it without waiting.
+  unsigned next = 0u;
+  bool claimed = false;  // thread 0's: next holds the block's next ticket
+  auto claim_next = [&] {
+    if (threadIdx.x == 0 && !claimed) {
+      next = atomicAdd(&g_ticket, 1u);
+      claimed = true;
+    }
+  };
   for (;;) {
-    if (threadIdx.x == 0) sh.item = next;
+    claim_next();  // unless the previous item claimed it
+    if (threadIdx.x == 0) {
+      sh.item = next;
+      claimed = false;
+    }
     __syncthreads();
     const unsigned item = sh.item;
     __syncthreads();
     if (item >= total) break;
-    if (threadIdx.x == 0) next = atomicAdd(&g_ticket, 1u);
     if (item < n1) {  // phase 1: act of 16 columns of one expert for all its pairs (one K slice of them)
       // A sliced item's tickets: `sliced` counts them from the first sliced one (its tables' index).
       const bool whole = item < sp1.whole;
@@ -191,6 +206,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
             mma_tile<fw1, false>(xs, xrow, nm, w, D, col0, F, part_k, H * s1, red + warp * T);
           else
             mma_tile<kS1, false>(xs, xrow, nm, w, D, col0, F, part_k, H * s1, red + warp * T);
+          claim_next();
           __syncthreads();
           for (int t = threadIdx.x; t < T; t += blockDim.x) {
             float g = 0.0f, u = 0.0f;
@@ -298,6 +314,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
             mma_tile<fw2, true>(act16, arow, nm, pick(w2l, w2s, e), F, d0, D, warp % split, split, red + warp * T);
           else
             mma_tile<kS2, true>(act16, arow, nm, pick(w2l, w2s, e), F, d0, D, warp % split, split, red + warp * T);
+          claim_next();
           if (split == 1) {
             __syncwarp();  // the warp's partials, written lane by lane, read by every lane
             for (int t = lane; t < T; t += 32)
