@@ -12,7 +12,6 @@ namespace {
 const std::vector<std::pair<std::string_view, std::vector<std::string_view>>>& read_only_args() {
   static const std::vector<std::pair<std::string_view, std::vector<std::string_view>>> table = {
       {"hc_collapse_norm", {"x", "mix"}},
-      {"hc_front", {"x", "prev_mix"}},
       {"hc_mix", {"x"}},
       {"hc_post", {"x", "sub", "mix"}},
       {"linear", {"x"}},

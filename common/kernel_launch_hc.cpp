@@ -1,5 +1,5 @@
 // common/kernel_launch_hc.cpp — launches of the embedding and hyper-connection ops (embed, hc_pre_init,
-// hc_collapse_norm, hc_front, hc_post); the grids match the comments atop their kernels/<op>.cuh.
+// hc_collapse_norm, hc_mix, hc_post); the grids match the comments atop their kernels/<op>.cuh.
 #include <algorithm>
 
 #include "common/kernel_launch_ops.h"
@@ -16,8 +16,6 @@ Result<LaunchDims> launch_hc_pre_init(const Call& call, const CallEnv& env) {
   return one_thread_per_element(env.rows * call.constant("mix"), 256);
 }
 
-namespace {
-
 // kernels/hc_mix.cuh kMixRows: phases of at most this many rows split a row (hc_collapse_norm likewise).
 constexpr int64_t kSplitRows = 16;
 
@@ -26,7 +24,7 @@ constexpr int64_t kSplitRows = 16;
 // kResident (two blocks of 512 an SM fit its registers; 132 SMs on the H200: 8 rows in 40 blocks each
 // took a second wave, 10.6 µs against 8.6 with 20 blocks of two chunks: docs/perf.md, "hcmix"), and at
 // most kMixSplits<M> blocks (its table and gather hold no more); else one block a row.
-LaunchDims mix_grid(const Call& call, const CallEnv& env) {
+Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) {
   constexpr int64_t kLanes = 128, kResident = 256;
   const int64_t streams = call.constant("streams"), mix = (2 + streams) * streams;
   const int64_t chunks = ceil_div(ceil_div(streams * call.constant("hidden"), 4), kLanes);
@@ -38,8 +36,6 @@ LaunchDims mix_grid(const Call& call, const CallEnv& env) {
   return d;
 }
 
-}  // namespace
-
 // kernels/hc_collapse_norm.cuh takes any split: 16 blocks of 512 a row at decode, else one a row.
 Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env) {
   (void)call;
@@ -48,16 +44,6 @@ Result<LaunchDims> launch_hc_collapse_norm(const Call& call, const CallEnv& env)
   if (env.rows >= 1 && env.rows <= kSplitRows) d.grid[1] = kSplits;
   return d;
 }
-
-// kernels/hc_front.cuh: hc_mix's grid twice over z (z = 1: the collapse, which takes any split).
-Result<LaunchDims> launch_hc_front(const Call& call, const CallEnv& env) {
-  LaunchDims d = mix_grid(call, env);
-  d.grid[2] = 2;
-  return d;
-}
-
-// kernels/hc_mix.cuh alone: mix_grid.
-Result<LaunchDims> launch_hc_mix(const Call& call, const CallEnv& env) { return mix_grid(call, env); }
 
 Result<LaunchDims> launch_hc_post(const Call& call, const CallEnv& env) {
   // kernels/hc_post.cuh: one thread per column, every stream

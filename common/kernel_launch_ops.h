@@ -41,7 +41,7 @@ inline LaunchDims one_thread_per_element(int64_t elements, int64_t threads) {
 Result<int64_t> arg_rows(const Call& call, const CallEnv& env, const std::string& arg);
 
 #define DSV41_LAUNCH_OPS(X)                                                                          \
-  X(embed) X(hc_pre_init) X(hc_collapse_norm) X(hc_front) X(hc_mix) X(hc_post) X(linear)            \
+  X(embed) X(hc_pre_init) X(hc_collapse_norm) X(hc_mix) X(hc_post) X(linear)                       \
   X(grouped_linear) X(rmsnorm) X(rope) X(rmsnorm_rope) X(compress) X(index_select)                 \
   X(sparse_attention) X(window_store) X(exchange_sum)                                               \
   X(exchange_gather) X(router) X(moe_experts) X(shared_expert)                                      \

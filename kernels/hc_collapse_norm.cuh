@@ -3,13 +3,13 @@
 // mix columns [0, S)), out = b(h·(mean(h²) + eps)^−½·norm); inactive rows get zeros.
 //
 // Launch (common/kernel_launch_hc.cpp): block 512 threads, grid (R, G): G = 16 blocks per row at decode
-// (R ≤ 16), else one block per row (the op alone: the head's norm); as hc_front's second half (its blocks
-// z = 1, kernels/hc_front.cuh) G is hc_mix's split. The body takes any G. Every block forms the whole row's sum of squares
-// itself (the same operations in every block, so the same bits), then writes out only for its slice of
-// the columns, forming h again (the same fp32 operations, so the same bits) instead of keeping the row in
-// shared memory. So a split row needs no handoff between blocks (no table, no counter, no serial rescale
-// of the row by one block): the row's inputs are read once from memory and G − 1 more times from L2. The
-// served (BF16) variants sum the squares in a fast order, not the CPU's (within the op tests' tolerances):
+// (R ≤ 16), else one block per row (also the head's norm). The body takes any G. Every block forms the
+// whole row's sum of squares itself (the same operations in every block, so the same bits), then writes
+// out only for its slice of the columns, forming h again (the same fp32 operations, so the same bits)
+// instead of keeping the row in shared memory. So a split row needs no handoff between blocks (no table,
+// no counter, no serial rescale of the row by one block): the row's inputs are read once from memory and
+// G − 1 more times from L2. The served (BF16) variants sum the squares in a fast order, not the CPU's
+// (within the op tests' tolerances):
 // with D a multiple of 8 and S ≤ 16 (kVecStreams), thread t the 8-column vectors v ≡ t (mod 512), every
 // stream's 16-byte loads of kVecUnroll vectors in flight together with the row's pre (read by every
 // thread: no shared-memory round trip before the loads), else thread t the columns d ≡ t (mod 512), kUnroll
@@ -76,7 +76,7 @@ __device__ __forceinline__ float vector_sumsq(const void* x, long long row_off, 
   return sq;
 }
 
-// Slice g of G of row blockIdx.x (the entry: blockIdx.y of gridDim.y; kernels/hc_front.cuh: its blocks z = 1).
+// Slice g of G of row blockIdx.x (the entry: blockIdx.y of gridDim.y).
 template <long long hidden, long long streams, int dtype_x, int format_norm, int dtype_out>
 __device__ __forceinline__ void collapse_blocks(Rows rows, Statics statics, Scratch x, Scratch mix, Weight norm,
                                                 Real eps, Scratch out, int g, int G) {

@@ -1,12 +1,11 @@
-// kernels/hc_mix.cuh — HCmix of docs/model.md §5, the first half of hc_front (kernels/hc_front.cuh; docs/ops.md
-// "hc_front"): for an active row,
+// kernels/hc_mix.cuh — HCmix of docs/model.md §5 (docs/ops.md "hc_mix"): for an active row,
 // ρ = (mean(x²) + eps)^−½ over its S·D values, m = ρ·(x·fnᵀ) (M = (2+S)·S columns),
 // pre = sigmoid(scale₀·m + base) + hc_eps, post = 2·sigmoid(scale₁·m + base),
 // C = scale₂·m + base followed by the Sinkhorn passes; out F32 [R, M]. Inactive rows get zeros.
 //
-// Launch (common/kernel_launch_hc.cpp mix_grid; as the op hc_mix, or hc_front's blocks z = 0): block 512 threads = 16 warps, grid
-// (R, G): at decode (R ≤ kMixRows) G = ceil(S·D / (4·kLanes)) blocks a row (at most kMixSplits<M>: 40 at
-// the release's S·D = 20480), each summing a slice of the row's inputs (whole vectors of four), else one block a row. The block's warps
+// Launch (common/kernel_launch_hc.cpp): block 512 threads = 16 warps, grid (R, G): at decode (R ≤ kMixRows)
+// G = ceil(S·D / (4·kLanes)) blocks a row (at most kMixSplits<M>: 40 at the release's S·D = 20480), each
+// summing a slice of the row's inputs (whole vectors of four), else one block a row. The block's warps
 // form kGroups column groups of kLanes threads: a thread takes one vector of four inputs at a time and
 // the group's columns of a pass (c ≡ group mod kGroups; kGroups·kGroupCols = 24 columns a pass, so the
 // release's M = 24 is one pass: each thread has its 6 vector loads of fn in flight together, and fn
@@ -175,7 +174,7 @@ __device__ __forceinline__ void sinkhorn_lanes(float* c, long long iters, float 
   __syncwarp();
 }
 
-// Block g of row blockIdx.x's G (kernels/hc_front.cuh: its blocks z = 0, g = blockIdx.y, G = gridDim.y).
+// Block g of row blockIdx.x's G (the entry: g = blockIdx.y, G = gridDim.y).
 template <long long hidden, long long streams, long long sinkhorn_iters, int dtype_x, int format_fn, int format_base,
           int format_scale>
 __device__ __forceinline__ void mix_blocks(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,
@@ -302,8 +301,8 @@ __device__ __forceinline__ void mix_blocks(Rows rows, Statics statics, Scratch x
 
 namespace entry {
 
-// The mix alone, grid (R, G): the emitter's choice where it runs beside the collapse on another graph
-// lane (docs/cuda-backend.md "Two lanes in a graph"); hc_front runs both in one launch.
+// Grid (R, G). A call of its own, apart from the collapse, so that a graph runs it on its other lane
+// beside the sublayer (docs/cuda-backend.md "Two lanes in a graph").
 template <long long hidden, long long streams, long long sinkhorn_iters, int dtype_x, int format_fn, int format_base,
           int format_scale>
 __device__ __forceinline__ void hc_mix(Rows rows, Statics statics, Scratch x, Weight fn, Weight base, Weight scale,

@@ -91,14 +91,15 @@ CallBuilder& PhaseEmitter::with_rope(CallBuilder& b, int layer) {
       .real("beta_slow", c.rope_scaling.beta_slow);
 }
 
-int PhaseEmitter::emit_hc_front(const std::string& p, const std::string& sublayer, const std::string& previous) {
+int PhaseEmitter::emit_hc_collapse_and_mix(const std::string& p, const std::string& sublayer,
+                                          const std::string& previous) {
   const ModelConfig& c = in_.config;
   const int mix = buffer("mix." + sublayer, DType::F32, {c.mix_hc});
   const std::string hc = p + "hc_" + sublayer;
   // The collapse with the previous sublayer's pre (docs/model.md §5) first: the sublayer's next calls need
   // its normed rows; then this sublayer's mix, which only hc_post and the next collapse read. Two calls, not
-  // one hc_front: a graph runs the mix on its other lane beside the sublayer (docs/cuda-backend.md "Two
-  // lanes in a graph"), off the path the sublayer waits on (docs/perf.md, eleventh session).
+  // one launch of both: a graph runs the mix on its other lane beside the sublayer (docs/cuda-backend.md
+  // "Two lanes in a graph"), off the path the sublayer waits on (docs/perf.md, eleventh session).
   add(CallBuilder("hc_collapse_norm").k("hidden", c.hidden_size).k("streams", c.hc_mult).scratch("x", x_)
           .scratch("mix", buffer("mix." + previous, DType::F32, {c.mix_hc}))
           .weight("norm", weight(p + sublayer + "_norm.weight")).real("eps", c.rms_norm_eps)

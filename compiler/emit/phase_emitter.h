@@ -91,9 +91,9 @@ class PhaseEmitter {
   void emit_engram_hash();
   void emit_engram(int layer);
   void emit_head(const std::string& norm, const std::string& logits);
-  // A sublayer's mHC front ("attn" or "ffn"): its mix into mix.<sublayer>, then the streams collapsed
-  // with the previous sublayer's pre and normed into x.norm. Returns the mix buffer.
-  int emit_hc_front(const std::string& p, const std::string& sublayer, const std::string& previous);
+  // A sublayer's mHC front ("attn" or "ffn"): the streams collapsed with the previous sublayer's pre and
+  // normed into x.norm (hc_collapse_norm), then its mix into mix.<sublayer> (hc_mix). Returns the mix buffer.
+  int emit_hc_collapse_and_mix(const std::string& p, const std::string& sublayer, const std::string& previous);
   void emit_hc_post(int mix);
 
   const EmitInputs& in_;

@@ -8,7 +8,7 @@ namespace dsv41 {
 void PhaseEmitter::emit_attention(int layer) {
   const ModelConfig& c = in_.config;
   const std::string p = "layers." + std::to_string(layer) + ".";
-  const int mix = emit_hc_front(p, "attn", "ffn");
+  const int mix = emit_hc_collapse_and_mix(p, "attn", "ffn");
   emit_query(p, layer);
   emit_window_kv(p, layer, buffer("x.norm", DType::BF16, {c.hidden_size}));
   if (c.layers[layer].kv_source) emit_compressor(p, layer);

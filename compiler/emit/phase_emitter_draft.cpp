@@ -40,7 +40,7 @@ void PhaseEmitter::emit_draft_attention(int layer) {
   const ModelConfig& c = in_.config;
   const std::string p = block_prefix(layer);
   const int64_t heads = in_.share.heads.size(), width = heads * c.head_dim;
-  const int mix = emit_hc_front(p, "attn", "ffn");
+  const int mix = emit_hc_collapse_and_mix(p, "attn", "ffn");
   const int qb = emit_query(p, layer);
   const int q = buffer("q.heads", DType::F32, {width});
   emit_rope(layer, heads, c.head_dim, qb, q, 0);

@@ -11,7 +11,7 @@ void PhaseEmitter::emit_ffn(int layer) {
   const bool draft = is_draft_block(layer);  // the draft blocks have experts of their own count and top-k
   const int64_t experts = draft ? c.dspark_n_routed_experts : c.n_routed_experts;
   const int64_t topk = draft ? c.dspark_num_experts_per_tok : c.num_experts_per_tok;
-  const int mix = emit_hc_front(p, "ffn", "attn");
+  const int mix = emit_hc_collapse_and_mix(p, "ffn", "attn");
   const int xn = buffer("x.norm", DType::BF16, {c.hidden_size});
   const int ids = buffer("router.ids", DType::I32, {topk});
   const int weights = buffer("router.weights", DType::F32, {topk});

@@ -12,7 +12,6 @@ constexpr std::pair<std::string_view, OpFunction> kCpuOps[] = {
     {"embed", op_embed},
     {"hc_pre_init", op_hc_pre_init},
     {"hc_collapse_norm", op_hc_collapse_norm},
-    {"hc_front", op_hc_front},
     {"hc_mix", op_hc_mix},
     {"hc_post", op_hc_post},
     {"linear", op_linear},

@@ -14,9 +14,8 @@ namespace dsv41::cpu {
 // One function per op of common/op_set.cpp; semantics in docs/ops.md.
 Status op_embed(const OpContext& ctx);
 Status op_hc_pre_init(const OpContext& ctx);
-Status op_hc_mix(const OpContext& ctx);  // also hc_front's first half
+Status op_hc_mix(const OpContext& ctx);
 Status op_hc_collapse_norm(const OpContext& ctx);
-Status op_hc_front(const OpContext& ctx);  // runtime/cpu/ops_hc_front.cpp
 Status op_hc_post(const OpContext& ctx);
 Status op_linear(const OpContext& ctx);
 Status op_grouped_linear(const OpContext& ctx);

@@ -84,11 +84,9 @@ void check_case(const Case& c, const Device* device, KernelLauncher* launcher, i
                        rounds_act_to_bf16(c.key) ? kF32AbsAfterBf16Act : kF32Abs, kPackedFraction,
                        rotated_after_rounding(c.key));
     EXPECT_TRUE(report.empty()) << report << "\n  inputs: " << inputs->description;
-    // hc_collapse_norm's check-mode (F32) variants, and hc_front's collapse half (normed), run in the CPU's exact
-    // order (kernels/hc_collapse_norm.cuh): the same bits, not only the tolerance, so no packed cache code
-    // downstream can flip on them.
-    const bool collapse = c.key.rfind("hc_collapse_norm{", 0) == 0 || (c.key.rfind("hc_front{", 0) == 0 && o.arg == "normed");
-    if (collapse && output_dtype(site, o) == DType::F32) {
+    // hc_collapse_norm's check-mode (F32) variants run in the CPU's exact order (kernels/hc_collapse_norm.cuh):
+    // the same bits, not only the tolerance, so no packed cache code downstream can flip on them.
+    if (c.key.rfind("hc_collapse_norm{", 0) == 0 && output_dtype(site, o) == DType::F32) {
       size_t differ = 0;
       for (size_t i = 0; i + 4 <= c_bytes.size(); i += 4)
         differ += std::memcmp(c_bytes.data() + i, g_bytes.data() + i, 4) != 0;

@@ -42,7 +42,6 @@ std::unique_ptr<HostTensor> make_weight(Rng& rng, const Call& call, const std::s
 // The scratch / state arguments an op writes (docs/ops.md).
 std::vector<std::string> written_args(const Call& call) {
   if (call.op == "router") return {"ids", "weights"};
-  if (call.op == "hc_front") return {"out", "normed"};
   if (call.op == "index_select") {
     if (call.constant("mode") == 1) return {"out", "candidates"};
     return {"out"};

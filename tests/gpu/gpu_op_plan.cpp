@@ -90,12 +90,12 @@ bool filter_takes(const std::string& key) {
 
 std::string row_class(const std::string& op, int64_t rows) {
   // kernels/index_select.cuh kSplitRows, kernels/router.cuh kRouterRows, kernels/hc_mix.cuh kMixRows: a
-  // row's work split over blocks, merged by its last block; hc_collapse_norm (alone and as hc_front's second
-  // half) splits a row at the same counts with no merge (each block sums the whole row itself and writes its
-  // slice). A block a row above. hc_front and hc_collapse_norm are also checked alone, at a middling count
-  // and at the most (tiny decode.r1, r8 and r16).
+  // row's work split over blocks, merged by its last block; hc_collapse_norm splits a row at the same
+  // counts with no merge (each block sums the whole row itself and writes its slice). A block a row above.
+  // hc_mix and hc_collapse_norm are also checked at a middling count and at the most (tiny decode.r1, r8
+  // and r16).
   constexpr int64_t kSplitRows = 16;
-  if (op == "hc_front" || op == "hc_collapse_norm") {
+  if (op == "hc_mix" || op == "hc_collapse_norm") {
     if (rows > kSplitRows) return " (a block a row)";
     return rows == 1 ? " (split rows: 1)" : rows <= 8 ? " (split rows: 2-8)" : " (split rows: 9-16)";
   }

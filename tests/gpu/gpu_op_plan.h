@@ -67,7 +67,7 @@ std::string where_of(const RankLists& r, size_t p, size_t c);
 // "" or, for ops whose kernels take another path past a row count (the experts' grouped decode path
 // and the products' GEMV up to 16 rows, the tiled GEMMs above; the split decode rows), the row class:
 // such a variant keeps one case in each class (up to 16, up to 64, a ragged count up to 1024, a prefill
-// segment above; hc_front and hc_collapse_norm one at 1, 2-8 and 9-16 rows as well; the router one at 1 row
+// segment above; hc_mix and hc_collapse_norm one at 1, 2-8 and 9-16 rows as well; the router one at 1 row
 // and one at 2-16).
 std::string row_class(const std::string& op, int64_t rows);
 

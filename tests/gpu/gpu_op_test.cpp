@@ -71,7 +71,7 @@ constexpr int kReleaseMinQuantized = 7;
 // rope: its release shapes take a path the tiny's do not (several blocks a row); hc_collapse_norm at the
 // release width. No shared_expert: decode phases (at most kMoeRows rows) run it inside moe_experts.
 const std::set<std::string> kReleaseOps = {"moe_experts", "sparse_attention", "index_select",
-                                           "compress",    "linear",           "hc_front",
+                                           "compress",    "linear",           "hc_mix",
                                            "router",      "rope",             "hc_collapse_norm"};
 
 // ---- the summary ----
