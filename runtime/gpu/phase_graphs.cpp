@@ -76,7 +76,7 @@ Status PhaseGraphs::capture_range(const Segment& segment, CUstream stream, Devic
     const BoundCall& c = calls_[segment.begin + k];
     lane_calls[k] = {c.call, c.launches, c.captured != BoundCall::Host::None};
   }
-  const LanePlan plan = plan_lanes(*phase_, lane_calls, true);
+  const LanePlan plan = plan_lanes(*phase_, lane_calls);
   std::vector<bool> recorded(n, false);  // whose completion a call of the other lane waits for
   for (long w : plan.wait_for)
     if (w >= 0) recorded[static_cast<size_t>(w)] = true;

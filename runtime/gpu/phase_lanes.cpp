@@ -8,7 +8,7 @@
 
 namespace dsv41::gpu {
 
-LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls, bool side_lane) {
+LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls) {
   const size_t n = calls.size();
   LanePlan plan;
   plan.lane.assign(n, -1);
@@ -47,13 +47,11 @@ LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls, bool
     }
     // Follow the lane whose latest call this one needs (the later one when it needs both); needing
     // neither, take the lane with the older latest call, to overlap the newer one.
+    const bool needs0 = tail[0] >= 0 && dep[0] == tail[0], needs1 = tail[1] >= 0 && dep[1] == tail[1];
     int lane = 0;
-    if (side_lane) {
-      const bool needs0 = tail[0] >= 0 && dep[0] == tail[0], needs1 = tail[1] >= 0 && dep[1] == tail[1];
-      if (needs0 != needs1) lane = needs1 ? 1 : 0;
-      else if (needs0) lane = tail[1] > tail[0] ? 1 : 0;
-      else lane = tail[1] < tail[0] ? 1 : 0;
-    }
+    if (needs0 != needs1) lane = needs1 ? 1 : 0;
+    else if (needs0) lane = tail[1] > tail[0] ? 1 : 0;
+    else lane = tail[1] < tail[0] ? 1 : 0;
     place(i, lane, dep[1 - lane]);
   }
   return plan;

@@ -29,7 +29,7 @@ struct LanePlan {
 
 // Plans the calls of one segment (in phase order) of `phase`. Every pair of calls that must_follow
 // (common/call_access.h) is ordered by a stream or a wait. Barriers take the main lane; other calls that
-// launch nothing take no lane (-1). Without `side_lane` every call takes the main lane.
-LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls, bool side_lane);
+// launch nothing take no lane (-1). With graph_lanes() off the capture does not plan (one stream).
+LanePlan plan_lanes(const Phase& phase, const std::vector<LaneCall>& calls);
 
 }  // namespace dsv41::gpu
