@@ -8,9 +8,11 @@
 // One launch, two phases of work items claimed from a ticket counter (kMoeBlocks blocks loop until the
 // tickets run out): phase 1 items are (expert, 16 activation columns): g and u of every row that picked
 // the expert, then act = b?(w·silu(min(g, L))·clamp(u, −L, L)) per (row, choice), into a store in the
-// module's global memory; phase 2 items are 16 output dims: each waits until every phase 1 item is done,
-// then takes every selected expert's w2 rows once and sums a row's choices in selection order (as the
-// CPU op does; the dots themselves are summed in another order: the f32 tolerance of the GPU op tests).
+// module's global memory; phase 2 items are 16 output dims: each takes every selected expert's w2 rows
+// once (a warp an expert, each waiting only until that expert's phase 1 items are done) and sums a row's
+// choices in selection order (as the CPU op does; the dots themselves are summed in another order: the
+// f32 tolerance of the GPU op tests). Phase 1's tickets run expert by expert, so its last round holds
+// the last experts' items only and phase 2's warps on the others need not wait for it.
 // Waiting cannot deadlock: tickets are handed out in order, so every phase 1 item was claimed by a
 // block that is running and never waits. The last block to leave resets the counters for the next
 // launch (launches of one module are ordered on its stream).
@@ -72,12 +74,14 @@ __device__ __forceinline__ float swiglu(float g, float u, float weight, float li
 }
 
 // The module's state between blocks of one launch (zero when the module loads and after each launch),
-// each counter on its own 128-byte line: blocks polling g_done do not delay the ticket's atomics.
+// each counter on its own 128-byte line: blocks polling g_lead_done do not delay the ticket's atomics.
 __device__ __align__(128) unsigned g_ticket;
-__device__ __align__(128) unsigned g_done;  // phase 1 items finished (all their slices)
 __device__ __align__(128) unsigned g_exited;
+// Phase 1 items finished (all their slices) of each lead (distinct expert), which phase 2's warps poll.
+template <int P>
+__device__ __align__(128) unsigned g_lead_done[P];
 
-// Reads a counter other blocks raise (phase 2's poll of g_done): a relaxed load at the GPU's coherence
+// Reads a counter other blocks raise (phase 2's poll of g_lead_done): a relaxed load at the GPU's coherence
 // point, the caller fencing once the count is reached. Neither an atomic (the polling blocks would queue
 // with the ticket's) nor an acquire load, which made moe_experts 5-8% slower at one row (docs/perf.md,
 // dmoe).
@@ -114,7 +118,18 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
   build_pairs<P, KK, KR>(pairs, rows, statics, errors, ids, experts);
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, leads = pairs.leads;
-  const unsigned groups1 = static_cast<unsigned>(leads) * ((F + C - 1) / C);
+  constexpr unsigned kLeadItems = (F + C - 1) / C;  // phase 1 items of one lead
+  const unsigned groups1 = static_cast<unsigned>(leads) * kLeadItems;
+  unsigned* lead_done = g_lead_done<P>;
+  // Until lead li's phase 1 items are done: lane 0 polls (a plain load, not an atomic), then fences for
+  // the warp, whose lanes then read the lead's act through L2.
+  auto wait_lead = [&](int li) {
+    if (lane == 0) {
+      while (load_relaxed(&lead_done[li]) < kLeadItems) __nanosleep(100);
+      __threadfence();
+    }
+    __syncwarp();
+  };
   // Expert e's weights and whether they are the shared expert's (formats fs*).
   auto is_shared = [&](int e) { return kFused && e == experts; };
   auto pick = [&](WeightList l, Weight s, int e) { return !ids || is_shared(e) ? s : l[e]; };
@@ -188,7 +203,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
       const unsigned sliced = whole ? 0u : item - sp1.whole;
       const unsigned group = whole ? item : sp1.whole + sliced / sp1.parts;
       const int s1 = whole ? 1 : sp1.parts, slice = whole ? 0 : static_cast<int>(sliced % sp1.parts);
-      const int li = static_cast<int>(group % leads), col0 = static_cast<int>(group / leads) * C;
+      const int li = static_cast<int>(group / kLeadItems), col0 = static_cast<int>(group % kLeadItems) * C;
       const int e = pairs.expert[pairs.lead[li]];
       const Weight w1 = pick(w1l, w1s, e), w3 = pick(w3l, w3s, e);
       const int m0 = pairs.start[li], count = pairs.start[li + 1] - m0;
@@ -275,7 +290,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
         __syncthreads();
         if (threadIdx.x == 0) {
           __threadfence();
-          atomicAdd(&g_done, 1u);
+          atomicAdd(&lead_done[li], 1u);
         }
       }
     } else {  // phase 2: 16 output dims, every expert's w2 rows once, then each row's choices in order
@@ -288,12 +303,11 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
       const int set = static_cast<int>(whole ? i2 % sets : (i2 - n2w) % sp2.parts);
       const int per = whole ? kWarps : (pairs.jobs + nsets - 1) / nsets;
       const int d0 = group * C;
-      // Thread 0 alone polls (a plain load, not an atomic), then the block barrier.
-      if (threadIdx.x == 0) {
-        while (load_relaxed(&g_done) < groups1) __nanosleep(100);
-        __threadfence();
+      if constexpr (!kMma) {  // every lead's act: warp 0 waits for all, then the block barrier
+        if (warp == 0)
+          for (int li = 0; li < leads; ++li) wait_lead(li);
+        __syncthreads();
       }
-      __syncthreads();
       bool finished = true;  // this block writes the item's outputs (its only or its last part)
       if constexpr (kMma) {
         // The set's jobs side by side, split K only while there are fewer jobs than warps; each job's tile
@@ -309,6 +323,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
           const int e = pairs.expert[pairs.lead[li]], count = pairs.start[li + 1] - m0;
           const int nm = count < RB ? count : RB;
           const int* mem = pairs.member + m0;
+          wait_lead(li);
           auto arow = [&](int i) { return static_cast<long long>(mem[i]) * F; };
           if (!kMixed2 || !is_shared(e))
             mma_tile<fw2, true>(act16, arow, nm, pick(w2l, w2s, e), F, d0, D, warp % split, split, red + warp * T);
@@ -394,7 +409,7 @@ __device__ __forceinline__ bool run(Tables<KK>& sh, Rows rows, Statics statics, 
   }
   if (threadIdx.x == 0 && atomicAdd(&g_exited, 1u) == gridDim.x - 1) {  // the last block out resets
     g_ticket = 0;
-    g_done = 0;
+    for (int li = 0; li < leads; ++li) lead_done[li] = 0;
     __threadfence();
     g_exited = 0;
   }
